@@ -1,0 +1,1 @@
+"""Cost-based planning for tensor-relational computations."""

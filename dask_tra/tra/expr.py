@@ -1,0 +1,296 @@
+"""TRA expressions: seven small immutable operator nodes over tensor relations.
+
+Each node computes its output ``RelationType`` when it is built, so ill-formed
+expressions fail at call time with an error naming the operator. Nodes compare
+by identity: reusing one node object is how a DAG shares a sub-expression.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
+from .kernels import Kernel
+from .keyfuncs import KeyMap, KeyPred
+from .relation import ChunkAxis, RelationType, infer_axis
+
+
+class Expr:
+    """Base TRA node. ``children`` are input expressions; ``type`` the output metadata."""
+
+    children: tuple = ()
+    type: RelationType
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def walk(self):
+        """Every node of the DAG once, children before parents."""
+        seen, order = set(), []
+
+        def visit(e):
+            if id(e) in seen:
+                return
+            seen.add(id(e))
+            for c in e.children:
+                visit(c)
+            order.append(e)
+        visit(self)
+        return order
+
+    def __repr__(self):
+        inner = ", ".join(repr(c) for c in self.children)
+        return f"{self.describe()}({inner})" if inner else self.describe()
+
+    def _fail(self, exc_type, msg):
+        raise exc_type(f"{self.describe()}: {msg}")
+
+    def _dense_input(self, child):
+        child.type.require_continuity(self.describe(), child.describe())
+
+
+class Input(Expr):
+    """A named leaf relation (data supplied at execution)."""
+
+    def __init__(self, name: str, type: RelationType):
+        self.name, self.type = name, type
+
+    def describe(self):
+        return f"Input[{self.name}]"
+
+
+def _keys_tuple(keys, arity, who):
+    keys = tuple(int(k) for k in keys)
+    for k in keys:
+        if not 0 <= k < arity:
+            raise TRAError(f"{who}: key dim {k} out of range for key arity {arity}")
+    if len(set(keys)) != len(keys):
+        raise TRAError(f"{who}: repeated key dims {keys}")
+    return keys
+
+
+def _check_kernel(kernel, arity, who):
+    if not isinstance(kernel, Kernel):
+        raise TRAError(f"{who}: expected a Kernel, got {type(kernel).__name__}")
+    if kernel.arity != arity:
+        raise TRAError(f"{who}: kernel {kernel.name} takes {kernel.arity} chunks, needs {arity}")
+
+
+class Join(Expr):
+    """⋈(joinKeysL, joinKeysR, projOp): pair tuples whose join keys match, apply projOp.
+
+    Output key: all left key dims, then the right key dims not in joinKeysR.
+    """
+
+    def __init__(self, left: Expr, right: Expr, left_keys, right_keys, kernel: Kernel):
+        self.children = (left, right)
+        self.left, self.right, self.kernel = left, right, kernel
+        who = f"Join({list(left_keys)},{list(right_keys)},{getattr(kernel, 'name', kernel)})"
+        self.left_keys = _keys_tuple(left_keys, left.type.key_arity, who)
+        self.right_keys = _keys_tuple(right_keys, right.type.key_arity, who)
+        if len(self.left_keys) != len(self.right_keys):
+            raise TRAError(f"{who}: {len(self.left_keys)} left join keys but {len(self.right_keys)} right")
+        _check_kernel(kernel, 2, who)
+        self._dense_input(left)
+        self._dense_input(right)
+        fl, fr = left.type.frontier, right.type.frontier
+        for a, b in zip(self.left_keys, self.right_keys):
+            if fl[a] != fr[b]:
+                self._fail(TRAError, f"join key extents disagree: left key dim {a} has {fl[a]} "
+                                     f"blocks, right key dim {b} has {fr[b]}")
+        kl = left.type.key_arity
+        self.right_out = {}  # right key dim -> output key dim
+        rest = [d for d in range(right.type.key_arity) if d not in self.right_keys]
+        for a, b in zip(self.left_keys, self.right_keys):
+            self.right_out[b] = a
+        for i, d in enumerate(rest):
+            self.right_out[d] = kl + i
+        frontier = fl + tuple(fr[d] for d in rest)
+        laxes = left.type.axes
+        raxes = tuple(ax.relabel(self.right_out) for ax in right.type.axes)
+        try:
+            axes = kernel.out_axes(frontier, laxes, raxes)
+        except ChunkShapeError as e:
+            self._fail(ChunkShapeError, str(e))
+        self.type = RelationType(frontier, axes, kernel.out_dtype(left.type.dtype, right.type.dtype),
+                                 left.type.backend)
+
+    def out_key(self, lkey, rkey):
+        rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
+        return tuple(lkey) + rest
+
+    def describe(self):
+        return f"Join({list(self.left_keys)},{list(self.right_keys)},{self.kernel.name})"
+
+
+class Aggregate(Expr):
+    """Σ(groupByKeys, aggOp): group tuples by the listed key dims and fold their chunks with aggOp."""
+
+    def __init__(self, child: Expr, group_by, kernel: Kernel):
+        self.children = (child,)
+        self.child, self.kernel = child, kernel
+        who = f"Aggregate({list(group_by)},{getattr(kernel, 'name', kernel)})"
+        self.group_by = _keys_tuple(group_by, child.type.key_arity, who)
+        _check_kernel(kernel, 2, who)
+        self._dense_input(child)
+        t = child.type
+        mapping = {d: i for i, d in enumerate(self.group_by)}
+        frontier = tuple(t.frontier[d] for d in self.group_by)
+        axes = []
+        for i, ax in enumerate(t.axes):
+            dropped = [d for d in ax.key_dims if d not in mapping]
+            if dropped:
+                ax = ax.simplified()
+                if any(d not in mapping for d in ax.key_dims):
+                    self._fail(ChunkShapeError, f"chunks folded together differ in extent along "
+                                                f"chunk axis {i} (it varies with key dim {dropped[0]})")
+            axes.append(ax.relabel(mapping))
+        axes = tuple(axes)
+        try:
+            out = kernel.out_axes(frontier, axes, axes)
+        except ChunkShapeError as e:
+            self._fail(ChunkShapeError, str(e))
+        if out != axes:
+            self._fail(TRAError, f"aggregation kernel {kernel.name} must keep the chunk shape")
+        self.type = RelationType(frontier, axes, kernel.out_dtype(t.dtype, t.dtype), t.backend)
+
+    def describe(self):
+        return f"Aggregate({list(self.group_by)},{self.kernel.name})"
+
+
+class ReKey(Expr):
+    """ReKey(keyFunc): apply keyFunc to every key. Checks key uniqueness (it can break it)."""
+
+    def __init__(self, child: Expr, key_fn: KeyMap):
+        self.children = (child,)
+        self.child, self.key_fn = child, key_fn
+        t = child.type
+        mapped = {}
+        for k in t.iter_keys():
+            nk = key_fn(k)
+            if any(v < 0 for v in nk):
+                self._fail(IntegrityError, f"key {fmt_key(k)} maps to negative key {fmt_key(nk)}")
+            if nk in mapped:
+                self._fail(IntegrityError, f"keys {fmt_key(mapped[nk])} and {fmt_key(k)} both map "
+                                           f"to {fmt_key(nk)} (key uniqueness)")
+            mapped[nk] = k
+        self.source = mapped  # output key -> input key
+        arities = {len(k) for k in mapped}
+        if len(arities) > 1:
+            self._fail(TRAError, f"key function returns keys of different arities {sorted(arities)}")
+        arity = arities.pop() if arities else t.key_arity
+        frontier = tuple(1 + max(k[d] for k in mapped) for d in range(arity)) if mapped else (0,) * arity
+        dense = len(mapped) == math.prod(frontier)
+        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in mapped.items()}, frontier)
+                     for ax in t.axes)
+        self.type = RelationType(frontier, axes, t.dtype, t.backend,
+                                 None if dense else frozenset(mapped))
+
+    def describe(self):
+        return f"ReKey({self.key_fn})"
+
+
+class Filter(Expr):
+    """σ(boolFunc): keep tuples whose key satisfies boolFunc. May leave holes (sparse keys)."""
+
+    def __init__(self, child: Expr, predicate: KeyPred):
+        self.children = (child,)
+        self.child, self.predicate = child, predicate
+        t = child.type
+        kept = [k for k in t.iter_keys() if predicate(k)]
+        frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
+        dense = len(kept) == math.prod(frontier)
+        axes = tuple(ax.truncate(frontier) for ax in t.axes)
+        self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(kept))
+
+    def describe(self):
+        return f"Filter({self.predicate})"
+
+
+class Transform(Expr):
+    """λ(transformFunc): apply a unary kernel to every chunk; keys unchanged."""
+
+    def __init__(self, child: Expr, kernel: Kernel):
+        self.children = (child,)
+        self.child, self.kernel = child, kernel
+        who = f"Transform({getattr(kernel, 'name', kernel)})"
+        _check_kernel(kernel, 1, who)
+        t = child.type
+        try:
+            axes = tuple(kernel.out_axes(t.frontier, t.axes))
+        except ChunkShapeError as e:
+            self._fail(ChunkShapeError, str(e))
+        self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), t.backend, t.keys)
+
+    def describe(self):
+        return f"Transform({self.kernel.name})"
+
+
+class Tile(Expr):
+    """Tile(tileDim, tileSize): cut every chunk along a chunk axis; a new last key dim counts tiles."""
+
+    def __init__(self, child: Expr, tile_dim: int, tile_size: int):
+        self.children = (child,)
+        self.child, self.tile_dim, self.tile_size = child, int(tile_dim), int(tile_size)
+        t = child.type
+        if not 0 <= self.tile_dim < t.rank:
+            self._fail(TRAError, f"chunk axis {tile_dim} out of range for chunk rank {t.rank}")
+        if self.tile_size < 1:
+            self._fail(TRAError, f"tile size must be positive, got {tile_size}")
+        self._dense_input(child)
+        ax = t.axes[self.tile_dim]
+        counts = -(-ax.sizes // self.tile_size)
+        if counts.size and (counts != counts.flat[0]).any():
+            bad = np.unravel_index(int(np.argmax(counts != counts.flat[0])), counts.shape)
+            self._fail(IntegrityError, f"chunks split into different numbers of tiles "
+                                       f"({int(counts.flat[0])} vs {int(counts[bad])}), leaving holes")
+        n = int(counts.flat[0]) if counts.size else 0
+        k = t.key_arity
+        tiles = np.arange(n).reshape((1,) * ax.sizes.ndim + (n,))
+        sizes = np.clip(ax.sizes[..., None] - tiles * self.tile_size, 0, self.tile_size)
+        new_axis = ChunkAxis(ax.key_dims + (k,), sizes).simplified()
+        axes = t.axes[:self.tile_dim] + (new_axis,) + t.axes[self.tile_dim + 1:]
+        self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend)
+
+    def describe(self):
+        return f"Tile({self.tile_dim},{self.tile_size})"
+
+
+class Concat(Expr):
+    """Concat(keyDim, arrayDim): group by all other key dims, concatenate along arrayDim in keyDim order."""
+
+    def __init__(self, child: Expr, key_dim: int, array_dim: int):
+        self.children = (child,)
+        self.child, self.key_dim, self.array_dim = child, int(key_dim), int(array_dim)
+        t = child.type
+        if not 0 <= self.key_dim < t.key_arity:
+            self._fail(TRAError, f"key dim {key_dim} out of range for key arity {t.key_arity}")
+        if not 0 <= self.array_dim < t.rank:
+            self._fail(TRAError, f"chunk axis {array_dim} out of range for chunk rank {t.rank}")
+        self._dense_input(child)
+        kd = self.key_dim
+        mapping = {d: d - (d > kd) for d in range(t.key_arity) if d != kd}
+        axes = []
+        for i, ax in enumerate(t.axes):
+            if i == self.array_dim:
+                if kd in ax.key_dims:
+                    keep = tuple(d for d in ax.key_dims if d != kd)
+                    summed = ChunkAxis(keep, ax.sizes.sum(axis=ax.key_dims.index(kd)))
+                else:
+                    summed = ChunkAxis(ax.key_dims, ax.sizes * t.frontier[kd])
+                axes.append(summed.relabel(mapping))
+                continue
+            s = ax.simplified()
+            if kd in s.key_dims:
+                self._fail(ChunkShapeError, f"chunks concatenated together differ in extent "
+                                            f"along chunk axis {i}")
+            axes.append(s.relabel(mapping))
+        frontier = tuple(f for d, f in enumerate(t.frontier) if d != kd)
+        self.type = RelationType(frontier, tuple(axes), t.dtype, t.backend)
+
+    def describe(self):
+        return f"Concat({self.key_dim},{self.array_dim})"
+
+
+OPERATORS = (Join, Aggregate, ReKey, Filter, Transform, Tile, Concat)

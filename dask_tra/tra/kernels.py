@@ -1,0 +1,280 @@
+"""Chunk kernels: the functions TRA operators apply to chunks, with the facts rules need.
+
+A kernel knows how to run on chunks of any library (through the chunks' array
+namespace), how its output chunk axes follow from its input axes (so shapes are
+known from metadata), its output dtype, its flop count, and algebraic facts:
+associative, commutative, and which kernels it distributes over. Rewrite rules
+may fire only when these facts allow.
+"""
+from __future__ import annotations
+
+import math
+import string
+
+import numpy as np
+
+from .errors import ChunkShapeError, TRAError
+from .relation import ChunkAxis, unify_axes
+
+
+def namespace(*chunks):
+    """The array namespace (numpy, cupy, torch, ...) of some chunks."""
+    from array_api_compat import array_namespace
+    return array_namespace(*chunks)
+
+
+class Kernel:
+    """Base kernel. Subclasses set ``name``/``arity`` and implement ``__call__`` and ``out_axes``."""
+
+    name = "kernel"
+    arity = 1
+    associative = False
+    commutative = False
+    distributes_over: frozenset = frozenset()
+    identity_map = False  # true for the identity transform (idOp)
+
+    def __call__(self, *chunks):
+        raise NotImplementedError
+
+    def out_axes(self, frontier, *in_axes) -> tuple:
+        """Output chunk axes from input axes (key dims already in the output key's numbering)."""
+        raise NotImplementedError
+
+    def out_dtype(self, *dtypes) -> np.dtype:
+        return np.result_type(*dtypes)
+
+    def flops(self, *shapes) -> int:
+        """Floating-point operations for one application to chunks of these shapes."""
+        return max(math.prod(s) for s in shapes) if shapes else 0
+
+    def distributes(self, other: "Kernel") -> bool:
+        return other.name in self.distributes_over
+
+    def __repr__(self):
+        return self.name
+
+
+def _broadcast_axes(frontier, axes_list, what):
+    """NumPy broadcasting of chunk axes (right-aligned; constant-1 axes stretch)."""
+    rank = max(len(a) for a in axes_list)
+    out = []
+    for i in range(rank):
+        cur = None
+        for axes in axes_list:
+            j = i - (rank - len(axes))
+            if j < 0:
+                continue
+            ax = axes[j]
+            if ax.constant == 1 and cur is not None:
+                continue
+            if cur is None or cur.constant == 1:
+                cur = ax
+            else:
+                cur = unify_axes(cur, ax, frontier, f"{what} (axis {i})")
+        out.append(cur)
+    return tuple(out)
+
+
+class Elementwise(Kernel):
+    """An elementwise function of ``arity`` chunks, NumPy-broadcast.
+
+    ``fn`` receives the chunks and their namespace ``xp``; ``op_name`` names it.
+    """
+
+    def __init__(self, op_name, fn, arity, *, associative=False, commutative=False,
+                 distributes_over=(), dtype=None):
+        self.name = op_name
+        self.fn = fn
+        self.arity = arity
+        self.associative = associative
+        self.commutative = commutative
+        self.distributes_over = frozenset(distributes_over)
+        self._dtype = None if dtype is None else np.dtype(dtype)
+
+    def __call__(self, *chunks):
+        return self.fn(namespace(*chunks), *chunks)
+
+    def out_axes(self, frontier, *in_axes):
+        return _broadcast_axes(frontier, in_axes, self.name)
+
+    def out_dtype(self, *dtypes):
+        return self._dtype if self._dtype is not None else np.result_type(*dtypes)
+
+    def __eq__(self, other):
+        return isinstance(other, Elementwise) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("elementwise", self.name))
+
+
+add = Elementwise("add", lambda xp, a, b: a + b, 2, associative=True, commutative=True,
+                  distributes_over={"maximum", "minimum"})
+sub = Elementwise("subtract", lambda xp, a, b: a - b, 2)
+mul = Elementwise("multiply", lambda xp, a, b: a * b, 2, associative=True, commutative=True,
+                  distributes_over={"add", "subtract"})
+maximum = Elementwise("maximum", lambda xp, a, b: xp.maximum(a, b), 2,
+                      associative=True, commutative=True, distributes_over={"minimum"})
+minimum = Elementwise("minimum", lambda xp, a, b: xp.minimum(a, b), 2,
+                      associative=True, commutative=True, distributes_over={"maximum"})
+identity = Elementwise("identity", lambda xp, a: a, 1)
+identity.identity_map = True
+
+AGGREGATORS = {k.name: k for k in (add, mul, maximum, minimum)}
+
+
+class Einsum(Kernel):
+    """A chunk-level einsum such as ``"ik,kj->ij"`` (matmul) with optional custom combine/aggregate.
+
+    With the default multiply/sum it runs the chunks' own einsum; a custom ``combine``
+    (elementwise, binary) and ``aggregate`` (an associative kernel from ``AGGREGATORS``)
+    give EinDecomp's extended einsum, e.g. squared difference with sum.
+    """
+
+    def __init__(self, subscripts: str, combine: Elementwise | None = None,
+                 aggregate: Elementwise | None = None):
+        ins, _, out = subscripts.replace(" ", "").partition("->")
+        self.inputs = tuple(ins.split(","))
+        self.output = out
+        letters = set("".join(self.inputs))
+        if not _ or not set(out) <= letters or len(set(out)) != len(out):
+            raise TRAError(f"Einsum kernel: invalid subscripts {subscripts!r}")
+        if any(not set(s) <= set(string.ascii_letters) for s in self.inputs + (out,)):
+            raise TRAError(f"Einsum kernel: subscripts must be letters, got {subscripts!r}")
+        self.subscripts = ",".join(self.inputs) + "->" + out
+        self.arity = len(self.inputs)
+        self.combine = combine
+        self.aggregate = aggregate or add
+        custom = combine is not None or aggregate is not None
+        self.name = "matmul" if self.subscripts == "ik,kj->ij" and not custom else (
+            f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
+        self.distributes_over = frozenset() if custom else frozenset({"add"})
+
+    def __call__(self, *chunks):
+        xp = namespace(*chunks)
+        if self.combine is None and self.aggregate is add:
+            if self.name == "matmul":
+                return chunks[0] @ chunks[1]
+            return _einsum(xp, self.subscripts, *chunks)
+        return self._extended(xp, *chunks)
+
+    def _extended(self, xp, a, b):
+        """combine(a, b) over the joint index space, then reduce the summed letters with aggregate."""
+        letters = "".join(dict.fromkeys(self.inputs[0] + self.inputs[1]))
+        ea = _expand(xp, a, self.inputs[0], letters)
+        eb = _expand(xp, b, self.inputs[1], letters)
+        c = self.combine(ea, eb) if self.combine else ea * eb
+        reduced = [i for i, l in enumerate(letters) if l not in self.output]
+        red = {"add": xp.sum, "multiply": xp.prod, "maximum": xp.max, "minimum": xp.min}[self.aggregate.name]
+        if reduced:
+            c = red(c, axis=tuple(reduced))
+        kept = [l for l in letters if l in self.output]
+        perm = tuple(kept.index(l) for l in self.output)
+        return xp.permute_dims(c, perm) if perm != tuple(range(len(perm))) else c
+
+    def out_axes(self, frontier, *in_axes):
+        by_label = {}
+        for labels, axes in zip(self.inputs, in_axes):
+            if len(labels) != len(axes):
+                raise ChunkShapeError(f"{self.name}: chunk of rank {len(axes)} for subscripts {labels!r}")
+            for l, ax in zip(labels, axes):
+                by_label[l] = ax if l not in by_label else unify_axes(
+                    by_label[l], ax, frontier, f"{self.name} (index {l!r})")
+        return tuple(by_label[l] for l in self.output)
+
+    def flops(self, *shapes):
+        ext = {}
+        for labels, shape in zip(self.inputs, shapes):
+            ext.update(zip(labels, shape))
+        contracted = any(l not in self.output for l in ext)
+        return (2 if contracted else 1) * math.prod(ext.values())
+
+    def __eq__(self, other):
+        return isinstance(other, Einsum) and other.name == self.name and other.subscripts == self.subscripts
+
+    def __hash__(self):
+        return hash(("einsum", self.name, self.subscripts))
+
+
+def _einsum(xp, subscripts, *chunks):
+    fn = getattr(xp, "einsum", None)
+    if fn is None:  # array-api namespaces lack einsum; fall back to the chunk's own library
+        mod = type(chunks[0]).__module__.split(".")[0]
+        fn = __import__(mod).einsum
+    return fn(subscripts, *chunks)
+
+
+def _expand(xp, a, labels, letters):
+    """View chunk ``a`` (indexed by ``labels``) over all ``letters``, with size-1 axes for the rest."""
+    perm = sorted(range(len(labels)), key=lambda i: letters.index(labels[i]))
+    a = xp.permute_dims(a, tuple(perm)) if perm != list(range(len(labels))) else a
+    shape, it = [], iter(a.shape)
+    for l in letters:
+        shape.append(next(it) if l in labels else 1)
+    return xp.reshape(a, tuple(shape))
+
+
+matmul = Einsum("ik,kj->ij")
+
+
+class Reduce(Kernel):
+    """Reduce a chunk along ``axes`` with an aggregator (sum/prod/max/min)."""
+
+    arity = 1
+
+    def __init__(self, op: str, axes, keepdims=False):
+        if op not in {"sum", "prod", "max", "min"}:
+            raise TRAError(f"Reduce: unknown reduction {op!r}")
+        self.op, self.axes, self.keepdims = op, tuple(sorted(axes)), keepdims
+        self.name = f"{op}{list(self.axes)}"
+
+    def __call__(self, chunk):
+        xp = namespace(chunk)
+        return getattr(xp, self.op)(chunk, axis=self.axes, keepdims=self.keepdims)
+
+    def out_axes(self, frontier, axes):
+        if any(a >= len(axes) for a in self.axes):
+            raise ChunkShapeError(f"{self.name}: chunk has rank {len(axes)}")
+        return tuple(ChunkAxis.const(1) if i in self.axes else ax
+                     for i, ax in enumerate(axes) if self.keepdims or i not in self.axes)
+
+    def out_dtype(self, dtype):
+        return np.sum(np.zeros(1, dtype)).dtype if self.op in ("sum", "prod") else np.dtype(dtype)
+
+    def __eq__(self, other):
+        return isinstance(other, Reduce) and (other.op, other.axes, other.keepdims) == (
+            self.op, self.axes, self.keepdims)
+
+    def __hash__(self):
+        return hash(("reduce", self.op, self.axes, self.keepdims))
+
+
+class Custom(Kernel):
+    """A user function with declared output axes (``out_axes_fn``; default: same as input 0)."""
+
+    def __init__(self, name, fn, arity=1, out_axes_fn=None, dtype=None):
+        self.name, self.fn, self.arity = name, fn, arity
+        self._out_axes_fn = out_axes_fn
+        self._dtype = dtype
+
+    def __call__(self, *chunks):
+        return self.fn(*chunks)
+
+    def out_axes(self, frontier, *in_axes):
+        return self._out_axes_fn(*in_axes) if self._out_axes_fn else tuple(in_axes[0])
+
+    def out_dtype(self, *dtypes):
+        return np.dtype(self._dtype) if self._dtype is not None else np.result_type(*dtypes)
+
+
+def diag_kernel():
+    """The papers' ``diag``: keep a square chunk's diagonal as a diagonal matrix."""
+    def fn(a):
+        xp = namespace(a)
+        n = a.shape[0]
+        return a * xp.eye(n, dtype=a.dtype)
+    return Custom("diag", fn)
+
+
+__all__ = ["Kernel", "Elementwise", "Einsum", "Reduce", "Custom", "add", "sub", "mul",
+           "maximum", "minimum", "identity", "matmul", "AGGREGATORS", "namespace",
+           "diag_kernel"]

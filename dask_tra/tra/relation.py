@@ -1,0 +1,270 @@
+"""Tensor-relation metadata: key arity, frontier, per-axis chunk extents, dtype, backend.
+
+A tensor relation is a set of (key, chunk) pairs. Its *type* says everything the
+optimizer needs without touching data: the frontier (keys are the integer vectors
+below it), and for every chunk axis how long it is at each key. Ragged chunks (as
+in dask) make an axis' extent depend on key dims; a ``ChunkAxis`` stores those
+extents as a small integer array indexed by the key dims it depends on.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
+
+
+class ChunkAxis:
+    """The extent of one chunk axis as a function of some key dims.
+
+    ``sizes`` has one array dim per entry of ``key_dims``; ``sizes[key[d0], key[d1], ...]``
+    is the axis' extent in the chunk at ``key``. An axis of constant extent has no key dims.
+    """
+
+    __slots__ = ("key_dims", "sizes")
+
+    def __init__(self, key_dims, sizes):
+        sizes = np.asarray(sizes, dtype=np.int64)
+        key_dims = tuple(int(d) for d in key_dims)
+        if sizes.ndim != len(key_dims):
+            raise TRAError(f"ChunkAxis: {len(key_dims)} key dims but sizes of rank {sizes.ndim}")
+        if len(set(key_dims)) != len(key_dims):
+            raise TRAError(f"ChunkAxis: repeated key dims {key_dims}")
+        if (sizes < 0).any():
+            raise TRAError("ChunkAxis: negative extent")
+        order = np.argsort(key_dims, kind="stable")
+        self.key_dims = tuple(key_dims[i] for i in order)
+        sizes = np.transpose(sizes, order) if sizes.ndim else sizes
+        sizes.setflags(write=False)
+        self.sizes = sizes
+
+    @classmethod
+    def const(cls, n: int) -> "ChunkAxis":
+        return cls((), np.int64(n))
+
+    @classmethod
+    def along(cls, key_dim: int, sizes) -> "ChunkAxis":
+        """An axis whose extent follows one key dim (a dask chunk tuple)."""
+        return cls((key_dim,), tuple(sizes)).simplified()
+
+    def size_at(self, key) -> int:
+        return int(self.sizes[tuple(key[d] for d in self.key_dims)])
+
+    @property
+    def constant(self) -> int | None:
+        """The extent when it is the same at every key, else None."""
+        if self.sizes.size == 0:
+            return None
+        first = self.sizes.flat[0]
+        return int(first) if (self.sizes == first).all() else None
+
+    def simplified(self) -> "ChunkAxis":
+        """Drop key dims along which the extent does not vary."""
+        dims, sizes = list(self.key_dims), self.sizes
+        for i in reversed(range(len(dims))):
+            if sizes.shape[i] and (sizes == sizes.take([0], axis=i)).all():
+                sizes = sizes.take(0, axis=i)
+                del dims[i]
+        return ChunkAxis(dims, sizes)
+
+    def relabel(self, mapping: dict) -> "ChunkAxis":
+        """Rename key dims (old -> new); two old dims mapped to one new dim take their diagonal."""
+        new = [mapping[d] for d in self.key_dims]
+        if len(set(new)) == len(new):
+            return ChunkAxis(new, self.sizes)
+        uniq = sorted(set(new))
+        sub = "".join(chr(97 + uniq.index(n)) for n in new)
+        out = "".join(chr(97 + i) for i in range(len(uniq)))
+        return ChunkAxis(uniq, np.einsum(f"{sub}->{out}", self.sizes))
+
+    def dense(self, frontier) -> np.ndarray:
+        """Extents broadcast to the full key grid (shape == frontier)."""
+        shape = [1] * len(frontier)
+        for d, n in zip(self.key_dims, self.sizes.shape):
+            shape[d] = n
+        return np.broadcast_to(self.sizes.reshape(shape), tuple(frontier))
+
+    def truncate(self, frontier) -> "ChunkAxis":
+        """Restrict to keys below a (smaller) frontier."""
+        idx = tuple(slice(0, frontier[d]) for d in self.key_dims)
+        return ChunkAxis(self.key_dims, self.sizes[idx])
+
+    def __eq__(self, other):
+        return (isinstance(other, ChunkAxis) and self.key_dims == other.key_dims
+                and np.array_equal(self.sizes, other.sizes))
+
+    def __hash__(self):
+        return hash((self.key_dims, self.sizes.tobytes()))
+
+    def __repr__(self):
+        if not self.key_dims:
+            return f"ChunkAxis({int(self.sizes)})"
+        return f"ChunkAxis(key_dims={self.key_dims}, sizes={self.sizes.tolist()})"
+
+
+def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier, what: str) -> ChunkAxis:
+    """The common axis of two axes that must agree at every key, else ChunkShapeError."""
+    if a == b:
+        return a
+    da, db = a.dense(frontier), b.dense(frontier)
+    bad = np.argwhere(da != db)
+    if len(bad):
+        k = tuple(bad[0])
+        raise ChunkShapeError(
+            f"{what}: chunk extents disagree at key {fmt_key(k)} ({int(da[k])} vs {int(db[k])})")
+    return a if len(a.key_dims) <= len(b.key_dims) else b
+
+
+def infer_axis(sizes_by_key: dict, frontier) -> ChunkAxis:
+    """The simplest ChunkAxis that reproduces given per-key extents (keys may be sparse)."""
+    keys = list(sizes_by_key)
+    arity = len(frontier)
+    for r in range(arity + 1):
+        for dims in itertools.combinations(range(arity), r):
+            table = np.zeros(tuple(frontier[d] for d in dims), dtype=np.int64)
+            seen = {}
+            ok = True
+            for k in keys:
+                sub = tuple(k[d] for d in dims)
+                v = sizes_by_key[k]
+                if seen.setdefault(sub, v) != v:
+                    ok = False
+                    break
+                table[sub] = v
+            if ok:
+                return ChunkAxis(dims, table)
+    raise TRAError("chunk extents are not a function of the key")  # unreachable: all dims work
+
+
+@dataclass(frozen=True, eq=False)
+class RelationType:
+    """Metadata of a tensor relation.
+
+    ``keys`` is None for a relation that satisfies continuity (every key below the
+    frontier is present); a Filter or ReKey can produce an explicit, sparse key set.
+    """
+
+    frontier: tuple
+    axes: tuple
+    dtype: np.dtype
+    backend: str = "numpy"
+    keys: frozenset | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "frontier", tuple(int(f) for f in self.frontier))
+        object.__setattr__(self, "axes", tuple(self.axes))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        if any(f < 0 for f in self.frontier):
+            raise TRAError(f"negative frontier {self.frontier}")
+        for ax in self.axes:
+            for d in ax.key_dims:
+                if d >= len(self.frontier):
+                    raise TRAError(f"chunk axis depends on key dim {d} of a {self.key_arity}-key relation")
+            if ax.sizes.shape != tuple(self.frontier[d] for d in ax.key_dims):
+                raise TRAError(f"chunk axis {ax!r} does not match frontier {self.frontier}")
+
+    @classmethod
+    def from_chunks(cls, chunks, dtype, backend="numpy") -> "RelationType":
+        """The type of an array blocked dask-style: key dim i counts blocks along axis i."""
+        chunks = tuple(tuple(int(c) for c in cs) for cs in chunks)
+        return cls(tuple(len(c) for c in chunks),
+                   tuple(ChunkAxis.along(i, c) for i, c in enumerate(chunks)), dtype, backend)
+
+    @property
+    def key_arity(self) -> int:
+        return len(self.frontier)
+
+    @property
+    def rank(self) -> int:
+        return len(self.axes)
+
+    @property
+    def dense(self) -> bool:
+        return self.keys is None
+
+    def iter_keys(self):
+        if self.keys is not None:
+            return iter(sorted(self.keys))
+        return itertools.product(*(range(f) for f in self.frontier))
+
+    @property
+    def n_tuples(self) -> int:
+        return len(self.keys) if self.keys is not None else math.prod(self.frontier)
+
+    def chunk_shape(self, key) -> tuple:
+        return tuple(ax.size_at(key) for ax in self.axes)
+
+    def elements(self) -> int:
+        """Total number of array elements over all tuples (exact, from metadata)."""
+        if "elements" not in self._cache:
+            if self.keys is not None:
+                n = sum(math.prod(self.chunk_shape(k)) for k in self.keys)
+            else:
+                n = _grid_product_sum([ax for ax in self.axes], self.frontier)
+            self._cache["elements"] = int(n)
+        return self._cache["elements"]
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements() * self.dtype.itemsize
+
+    def chunk_elements(self) -> np.ndarray:
+        """Elements per tuple over the key grid (dense relations)."""
+        out = np.ones(self.frontier, dtype=np.int64)
+        for ax in self.axes:
+            out = out * ax.dense(self.frontier)
+        return out
+
+    def array_chunks(self):
+        """dask-style chunks when axis i follows key dim i alone (an array relation), else None."""
+        if self.rank != self.key_arity or self.keys is not None:
+            return None
+        out = []
+        for i, ax in enumerate(self.axes):
+            if ax.key_dims == (i,):
+                out.append(tuple(int(s) for s in ax.sizes))
+            elif not ax.key_dims:
+                out.append((int(ax.sizes),) * self.frontier[i])
+            else:
+                return None
+        return tuple(out)
+
+    def require_continuity(self, consumer: str, producer: str):
+        """Raise IntegrityError naming both operators if the relation has holes."""
+        if self.keys is None:
+            return
+        missing = [k for k in itertools.product(*(range(f) for f in self.frontier))
+                   if k not in self.keys][:5]
+        raise IntegrityError(
+            f"{consumer}: its input from {producer} breaks continuity: keys "
+            f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}")
+
+    def with_(self, **changes) -> "RelationType":
+        kw = dict(frontier=self.frontier, axes=self.axes, dtype=self.dtype,
+                  backend=self.backend, keys=self.keys)
+        kw.update(changes)
+        return RelationType(**kw)
+
+    def __repr__(self):
+        keys = "" if self.keys is None else f", {len(self.keys)} keys"
+        return (f"RelationType(frontier={self.frontier}, chunk_rank={self.rank}, "
+                f"dtype={self.dtype}, backend={self.backend}{keys})")
+
+
+def _grid_product_sum(axes, frontier) -> int:
+    """sum over the key grid of the product of axis extents, without materialising the grid."""
+    if not axes:
+        return math.prod(frontier)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    operands, subs = [], []
+    for ax in axes:
+        operands.append(ax.sizes.astype(np.float64))
+        subs.append("".join(letters[d] for d in ax.key_dims))
+    covered = set().union(*(set(ax.key_dims) for ax in axes))
+    extra = math.prod(f for d, f in enumerate(frontier) if d not in covered)
+    total = np.einsum(",".join(subs) + "->", *operands) if operands else 1.0
+    return int(round(float(total))) * extra
