@@ -1,0 +1,338 @@
+"""IA operators over physical tensor relations (tuples carry sites).
+
+Every node knows, from metadata alone, its ``copies``: for each key, the (site, origin)
+pairs where a tuple with that key sits. ``origin`` names the computation that produced
+the chunk (a placed input, a local join at a site, ...). Moves (``Broadcast``,
+``Shuffle``) keep origins, so a copy arriving where its origin already is costs nothing;
+this is also what Dask does (one transfer per distinct key and worker).
+
+Local operators mirror TRA operators and reuse the TRA nodes for their output types.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+from ..tra import expr as tra
+from ..tra.errors import TRAError, fmt_key
+from ..tra.relation import RelationType
+from .partitioning import ALL
+
+
+class PlanError(TRAError):
+    """An IA plan is malformed (e.g. two different chunks for one key meet in a local join)."""
+
+
+_uid = itertools.count()
+
+
+def _placeholder(type_: RelationType) -> tra.Input:
+    return tra.Input("_", type_)
+
+
+class IANode:
+    """Base IA node: ``children``, ``type`` (logical metadata), ``s`` (site count), ``copies``."""
+
+    kind = "ia"
+    children: tuple = ()
+
+    def __init__(self):
+        self.uid = next(_uid)
+        self._copies = None
+
+    @property
+    def copies(self) -> dict:
+        """key -> tuple of (site, origin), sorted; computed once from metadata."""
+        if self._copies is None:
+            self._copies = {k: tuple(sorted(set(v), key=repr)) for k, v in self._compute_copies().items()}
+        return self._copies
+
+    def at_site(self) -> dict:
+        """site -> {key: [origin, ...]}."""
+        out = defaultdict(lambda: defaultdict(list))
+        for k, cs in self.copies.items():
+            for site, origin in cs:
+                out[site][k].append(origin)
+        return out
+
+    def walk(self):
+        seen, order = set(), []
+
+        def visit(n):
+            if id(n) in seen:
+                return
+            seen.add(id(n))
+            for c in n.children:
+                visit(c)
+            order.append(n)
+        visit(self)
+        return order
+
+    def new_origin(self, key, site):
+        return (self.uid, tuple(key), site)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self):
+        inner = ", ".join(repr(c) for c in self.children)
+        return f"{self.describe()}({inner})" if inner else self.describe()
+
+
+class Placed(IANode):
+    """A TRA input laid out on sites by a partitioning (Grid, SiteMap or ALL)."""
+
+    kind = "input"
+
+    def __init__(self, input: tra.Input, placement, s: int):
+        super().__init__()
+        self.input, self.placement, self.s, self.type = input, placement, s, input.type
+
+    def _compute_copies(self):
+        f = self.type.frontier
+        return {k: [(t, self.new_origin(k, t)) for t in self.placement.sites(k, f, self.s)]
+                for k in self.type.iter_keys()}
+
+    def describe(self):
+        return f"{self.input.describe()}@{self.placement}"
+
+
+class _Move(IANode):
+    def __init__(self, child: IANode):
+        super().__init__()
+        self.children, self.child, self.s, self.type = (child,), child, child.s, child.type
+
+    def _compute_copies(self):
+        f = self.type.frontier
+        return {k: [(t, origin) for _, origin in cs for t in self.targets(k, f)]
+                for k, cs in self.child.copies.items()}
+
+
+class Broadcast(_Move):
+    """BCAST: every tuple to every site."""
+
+    kind = "bcast"
+    placement = ALL
+
+    def targets(self, key, frontier):
+        return range(self.s)
+
+    def describe(self):
+        return "Broadcast"
+
+
+class Shuffle(_Move):
+    """SHUF: every tuple to the site(s) a partitioning names (PART(D), a Grid, or a SiteMap)."""
+
+    kind = "shuffle"
+
+    def __init__(self, child: IANode, placement):
+        super().__init__(child)
+        self.placement = placement
+
+    def targets(self, key, frontier):
+        return self.placement.sites(key, frontier, self.s)
+
+    def describe(self):
+        return f"Shuffle[{self.placement}]"
+
+
+class LocalJoin(IANode):
+    """⋈L: join tuples that share a site; the output tuple stays on that site."""
+
+    kind = "localjoin"
+
+    def __init__(self, left: IANode, right: IANode, left_keys, right_keys, kernel):
+        super().__init__()
+        self.children, self.left, self.right = (left, right), left, right
+        self.s = left.s
+        self.op = tra.Join(_placeholder(left.type), _placeholder(right.type), left_keys, right_keys, kernel)
+        self.type = self.op.type
+
+    def _compute_copies(self):
+        op = self.op
+        index = defaultdict(list)
+        for rk, rcs in self.right.copies.items():
+            index[tuple(rk[d] for d in op.right_keys)].append((rk, rcs))
+        out = {}
+        for lk, lcs in self.left.copies.items():
+            lsites = _one_origin_per_site(lk, lcs, self)
+            for rk, rcs in index.get(tuple(lk[d] for d in op.left_keys), ()):
+                key = op.out_key(lk, rk)
+                both = sorted(set(lsites) & set(_one_origin_per_site(rk, rcs, self)))
+                if both:
+                    out[key] = [(t, self.new_origin(key, t)) for t in both]
+        return out
+
+    def sources(self, key, site):
+        """(left key, right key) joined into ``key`` (the same at every site)."""
+        op = self.op
+        kl = self.left.type.key_arity
+        lk = tuple(key[:kl])
+        rk = [None] * self.right.type.key_arity
+        for a, b in zip(op.left_keys, op.right_keys):
+            rk[b] = lk[a]
+        rest = iter(key[kl:])
+        for d in range(len(rk)):
+            if rk[d] is None:
+                rk[d] = next(rest)
+        return lk, tuple(rk)
+
+    def describe(self):
+        return f"LocalJoin({list(self.op.left_keys)},{list(self.op.right_keys)},{self.op.kernel.name})"
+
+
+def _one_origin_per_site(key, copies, node):
+    sites = {}
+    for t, origin in copies:
+        if sites.setdefault(t, origin) != origin:
+            raise PlanError(f"{node.describe()}: two different chunks for key {fmt_key(key)} "
+                            f"meet at site {t}")
+    return sites
+
+
+class LocalAggregate(IANode):
+    """ΣL: group the tuples at each site by key dims and fold them (or concatenate, for Concat)."""
+
+    kind = "localagg"
+
+    def __init__(self, child: IANode, group_by=None, kernel=None, concat=None):
+        super().__init__()
+        self.children, self.child, self.s = (child,), child, child.s
+        if concat is not None:
+            self.op = tra.Concat(_placeholder(child.type), *concat)
+            kd = self.op.key_dim
+            self.group_by = tuple(d for d in range(child.type.key_arity) if d != kd)
+        else:
+            self.op = tra.Aggregate(_placeholder(child.type), group_by, kernel)
+            self.group_by = self.op.group_by
+        self.type = self.op.type
+        self.members = {}  # (group key, site) -> [(key, origin), ...] in key order
+
+    def _compute_copies(self):
+        groups = defaultdict(list)
+        for k, cs in self.child.copies.items():
+            g = tuple(k[d] for d in self.group_by)
+            for t, origin in cs:
+                groups[(g, t)].append((k, origin))
+        out = defaultdict(list)
+        for (g, t), members in groups.items():
+            members.sort(key=repr)
+            self.members[(g, t)] = members
+            passthrough = len(members) == 1 and isinstance(self.op, tra.Aggregate)
+            out[g].append((t, members[0][1] if passthrough else self.new_origin(g, t)))
+        return out
+
+    def describe(self):
+        return f"LocalAggregate({self.op.describe()})"
+
+
+class LocalFilter(IANode):
+    """σL: keep tuples whose key passes; sites unchanged."""
+
+    kind = "localfilter"
+
+    def __init__(self, child: IANode, predicate):
+        super().__init__()
+        self.children, self.child, self.s = (child,), child, child.s
+        self.op = tra.Filter(_placeholder(child.type), predicate)
+        self.type = self.op.type
+
+    def _compute_copies(self):
+        return {k: cs for k, cs in self.child.copies.items() if self.op.predicate(k)}
+
+    def describe(self):
+        return f"LocalFilter({self.op.predicate})"
+
+
+class Expand:
+    """insertDim/duplicate as a key function: place a key into a larger key space, copying the
+    tuple along every new dim (the RMM replication). ``positions[i]`` is the output dim of input dim i."""
+
+    def __init__(self, positions, frontier):
+        self.positions, self.frontier = tuple(positions), tuple(frontier)
+        self.new_dims = [d for d in range(len(frontier)) if d not in self.positions]
+        self.name = f"dup{self.new_dims}"
+
+    def keys(self, key):
+        for extra in itertools.product(*(range(self.frontier[d]) for d in self.new_dims)):
+            out = [0] * len(self.frontier)
+            for i, d in enumerate(self.positions):
+                out[d] = key[i]
+            for d, v in zip(self.new_dims, extra):
+                out[d] = v
+            yield tuple(out)
+
+    def source(self, key):
+        return tuple(key[d] for d in self.positions)
+
+    def type_of(self, t: RelationType) -> RelationType:
+        mapping = dict(enumerate(self.positions))
+        return RelationType(self.frontier, tuple(ax.relabel(mapping) for ax in t.axes), t.dtype, t.backend)
+
+
+class LocalMap(IANode):
+    """λL: per-tuple map at each site. ``op`` is a unary TRA node (ReKey, Transform, Tile)
+    built over a placeholder, or an ``Expand`` (multi-map duplicating tuples into new key dims)."""
+
+    kind = "localmap"
+
+    def __init__(self, child: IANode, op):
+        super().__init__()
+        self.children, self.child, self.s, self.op = (child,), child, child.s, op
+        self.type = op.type_of(child.type) if isinstance(op, Expand) else op.type
+        self.pure_copy = isinstance(op, (Expand, tra.ReKey))  # data unchanged: no new origin
+
+    def _compute_copies(self):
+        out = {}
+        for k, cs in self.child.copies.items():
+            for nk in self.out_keys(k):
+                out[nk] = list(cs) if self.pure_copy else [(t, self.new_origin(nk, t)) for t, _ in cs]
+        return out
+
+    def out_keys(self, key):
+        op = self.op
+        if isinstance(op, Expand):
+            return list(op.keys(key))
+        if isinstance(op, tra.ReKey):
+            return [op.key_fn(key)]
+        if isinstance(op, tra.Tile):
+            return [key + (t,) for t in range(op.type.frontier[-1])]
+        return [key]
+
+    def source(self, key):
+        """Input key of an output key (every op here maps each output key from one input key)."""
+        op = self.op
+        if isinstance(op, Expand):
+            return op.source(key)
+        if isinstance(op, tra.ReKey):
+            return op.source[key]
+        if isinstance(op, tra.Tile):
+            return key[:-1]
+        return key
+
+    @property
+    def name(self):
+        return self.op.name if isinstance(self.op, Expand) else self.op.describe()
+
+    def describe(self):
+        return f"LocalMap({self.name})"
+
+
+IA_OPERATORS = (Placed, Broadcast, Shuffle, LocalJoin, LocalAggregate, LocalFilter, LocalMap)
+
+
+def transform(child: IANode, kernel) -> LocalMap:
+    return LocalMap(child, tra.Transform(_placeholder(child.type), kernel))
+
+
+def rekey(child: IANode, key_fn) -> LocalMap:
+    return LocalMap(child, tra.ReKey(_placeholder(child.type), key_fn))
+
+
+def tile(child: IANode, tile_dim, tile_size) -> LocalMap:
+    return LocalMap(child, tra.Tile(_placeholder(child.type), tile_dim, tile_size))
+
+
+def expand(child: IANode, positions, frontier) -> LocalMap:
+    return LocalMap(child, Expand(positions, frontier))
