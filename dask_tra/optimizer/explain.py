@@ -1,0 +1,62 @@
+"""explain(): the chosen plan, the alternatives with their predicted costs, and measurements."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+@dataclass
+class OperatorReport:
+    """One planned TRA operator: what it is, the strategy chosen, and every candidate's bytes.
+
+    Candidate bytes are for the whole sub-plan up to and including this operator (with the
+    inputs as the chosen plan has them), so they compare directly.
+    """
+
+    kind: str
+    strategy: str
+    candidates: dict
+    operator: str
+    predicted_bytes: int
+    predicted_peak_memory: int
+
+
+@dataclass
+class Explain:
+    expression: str
+    sites: int
+    operators: list
+    predicted_bytes: int
+    predicted_peak_memory: dict  # site -> bytes
+    measured_bytes: int | None = None
+    ia_plan: str = ""
+    notes: list = field(default_factory=list)
+
+    def __str__(self):
+        lines = [f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
+                 + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
+                 + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"]
+        for i, op in enumerate(self.operators):
+            last = i == len(self.operators) - 1
+            lines.append(f"{'└─' if last else '├─'} {op.kind}: {op.strategy}   {op.operator}")
+            pad = "   " if last else "│  "
+            if len(op.candidates) > 1:
+                ranked = sorted(op.candidates.items(), key=lambda kv: kv[1])
+                shown = ", ".join(f"{n}={fmt_bytes(b)}" + (" *" if n == op.strategy else "")
+                                  for n, b in ranked[:8])
+                more = "" if len(ranked) <= 8 else f", … {len(ranked) - 8} more"
+                lines.append(f"{pad}   candidates: {shown}{more}")
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        return f"<pre>{html.escape(str(self))}</pre>"

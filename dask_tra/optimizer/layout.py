@@ -1,0 +1,95 @@
+"""Getting a planned relation where a strategy needs it, moving as little as possible.
+
+An ``Alt`` is one way to compute a TRA node: an IA sub-plan plus whether it is a free
+input (not yet placed: a strategy may lay it out as it likes at no cost).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part
+from ..ia.nodes import IANode, LocalAggregate
+
+
+@dataclass
+class Alt:
+    node: IANode
+    free: bool = False
+    strategy: str = ""
+    notes: dict = field(default_factory=dict)  # tra node id -> (node, kind, strategy, candidates, cost)
+    cost: object = None
+
+
+def sites_of(node: IANode) -> dict:
+    """key -> sorted tuple of sites holding it."""
+    return {k: tuple(sorted({t for t, _ in cs})) for k, cs in node.copies.items()}
+
+
+def signature(node: IANode):
+    """Where every tuple is: two alternatives with equal signatures are interchangeable downstream."""
+    return hash(tuple(sorted(sites_of(node).items())))
+
+
+def has_placement(node: IANode, placement) -> bool:
+    f, s = node.type.frontier, node.s
+    return all(len({o for _, o in cs}) == 1 and {t for t, _ in cs} == set(placement.sites(k, f, s))
+               for k, cs in node.copies.items())
+
+
+def place(alt: Alt, placement) -> IANode:
+    """``alt`` laid out by ``placement``: re-placed if free, unchanged if already there, else shuffled."""
+    node = alt.node
+    if alt.free:
+        return Placed(node.input, placement, node.s)
+    if has_placement(node, placement):
+        return node
+    return Shuffle(node, placement)
+
+
+def broadcast(alt: Alt) -> IANode:
+    node = alt.node
+    if alt.free:
+        node = Placed(node.input, part(range(node.type.key_arity), node.type.frontier), node.s)
+    return Broadcast(node)
+
+
+def align(alt: Alt, target: IANode, key_of) -> IANode:
+    """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it meets.
+
+    ``key_of(target_key)`` names the key of ``alt`` that the target tuple joins with.
+    """
+    want: dict = {}
+    for tk, sites in sites_of(target).items():
+        want.setdefault(key_of(tk), set()).update(sites)
+    mapping = {k: tuple(sorted(want.get(k, ()))) or (0,) for k in alt.node.type.iter_keys()}
+    return place(alt, SiteMap(mapping))
+
+
+def partitioned_by(node: IANode, dims) -> bool:
+    """True when all tuples agreeing on key[dims] sit on one common site, once each."""
+    home = {}
+    for k, cs in node.copies.items():
+        sites = {t for t, _ in cs}
+        if len(cs) != 1:
+            return False
+        if home.setdefault(tuple(k[d] for d in dims), next(iter(sites))) not in sites:
+            return False
+    return True
+
+
+def finish_aggregate(child: IANode, group_by, kernel, two_phase_ok=True):
+    """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first."""
+    if partitioned_by(child, group_by):
+        return LocalAggregate(child, group_by, kernel), "local"
+    if two_phase_ok and kernel.associative and kernel.commutative:
+        pre = LocalAggregate(child, group_by, kernel)
+        g = tuple(range(len(group_by)))
+        if partitioned_by(pre, g):
+            return pre, "local"
+        return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier)), g, kernel), "two-phase"
+    moved = Shuffle(child, part(group_by, child.type.frontier))
+    return LocalAggregate(moved, group_by, kernel), "shuffle"
+
+
+__all__ = ["Alt", "ALL", "place", "broadcast", "align", "partitioned_by", "finish_aggregate",
+           "signature", "sites_of", "has_placement"]

@@ -1,0 +1,175 @@
+"""Domain strategies: the IA sub-plans a TRA operator can compile to, by name.
+
+A contraction (an Aggregate over a Join whose kernel distributes over the aggregation)
+has the papers' three matmul strategies plus EinDecomp partition vectors:
+
+- ``bmm``: broadcast one input (the cheaper side), partition the other by its output dims.
+- ``cmm``: co-partition both inputs on the join keys, pre-aggregate locally, shuffle partials.
+- ``rmm``: replicate both inputs onto the grid of output blocks (insertDim/duplicate), join
+  on the full key; the aggregation is then local (the 3-D / replication algorithm).
+- ``d=[...]``: EinDecomp: cut join-output key dim l into d[l] groups, one group-cell per site;
+  each input goes to every cell that needs it; partial sums are then shuffled if d cuts
+  an aggregated dim.
+
+Other operators: a Join alone can co-partition, broadcast either side, or align one side
+to the other's layout; an Aggregate alone is local (R2-4), two-phase (R2-5) or shuffled
+(Table 1); per-tuple operators (ReKey, Filter, Transform, Tile) never move data.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, part
+from ..ia.nodes import expand, rekey, tile, transform
+from ..tra import expr as tra
+from .cost import evaluate_cost
+from .layout import Alt, align, broadcast, finish_aggregate, partitioned_by, place
+
+
+def is_contraction(node) -> bool:
+    """Σ over ⋈ whose join kernel distributes over an associative, commutative aggregation."""
+    if not isinstance(node, tra.Aggregate) or not isinstance(node.child, tra.Join):
+        return False
+    k = node.kernel
+    return k.associative and k.commutative and node.child.kernel.distributes(k)
+
+
+def partition_vectors(frontier, p):
+    """Every d with prod(d) == p and 1 <= d[l] <= frontier[l] (EinDecomp's viable(), any p)."""
+    divisors = [[x for x in range(1, min(f, p) + 1) if p % x == 0] for f in frontier]
+    return [d for d in itertools.product(*divisors) if math.prod(d) == p]
+
+
+def _grid_join(join, left: Alt, right: Alt, grid: Grid):
+    """LocalJoin with every join-output tuple computed on ``grid``'s site for its key."""
+    out = join.type.frontier
+    kl, kr = left.node.type.key_arity, right.node.type.key_arity
+    rpos = [join.right_out[d] for d in range(kr)]  # output dim of each right dim
+    lpos = list(range(kl))
+    need = set(grid.dims)
+    sides = []
+    for alt, pos in ((left, lpos), (right, rpos)):
+        if need <= set(pos):  # the side holds every cut dim: place it by the grid in its own numbering
+            local = Grid(tuple(pos.index(d) for d in grid.dims), grid.groups)
+            sides.append((place(alt, local), pos))
+        else:  # replicate into the full output key space, then place by the grid
+            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier))
+            sides.append((Shuffle(expand(base, pos, out), grid), list(range(len(out)))))
+    (lnode, lp), (rnode, rp) = sides
+    common = [d for d in lp if d in rp]
+    return LocalJoin(lnode, rnode, [lp.index(d) for d in common], [rp.index(d) for d in common],
+                     join.kernel)
+
+
+def contraction(agg, left: Alt, right: Alt, s: int, eindecomp=True) -> dict:
+    """name -> IA root of the Aggregate, for each applicable strategy."""
+    join, kernel, g = agg.child, agg.kernel, agg.group_by
+    out = join.type.frontier
+    cands = {}
+
+    def finish(joined):
+        return finish_aggregate(joined, g, kernel)[0]
+
+    # bmm: broadcast one side; the other side partitioned by its group-by (output) dims
+    bm = {}
+    for bside in ("left", "right"):
+        other, odims = (right, range(right.node.type.key_arity)) if bside == "left" else (
+            left, range(left.node.type.key_arity))
+        pos = [join.right_out[d] for d in odims] if bside == "left" else list(odims)
+        keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
+        onode = place(other, part(keep, other.node.type.frontier))
+        bnode = broadcast(left if bside == "left" else right)
+        l, r = (bnode, onode) if bside == "left" else (onode, bnode)
+        bm[bside] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
+    cands["bmm"] = min(bm.values(), key=_bytes)
+    # cmm: co-partition on the join keys
+    lk, rk = join.left_keys, join.right_keys
+    if lk:
+        l = place(left, part(lk, left.node.type.frontier))
+        r = place(right, part(rk, right.node.type.frontier))
+        cands["cmm"] = finish(LocalJoin(l, r, lk, rk, join.kernel))
+    # rmm: replicate onto the output-block grid
+    cands["rmm"] = finish(_grid_join(join, left, right, part(g, out)))
+    if eindecomp:
+        for d in partition_vectors(out, s):
+            dims = tuple(i for i, x in enumerate(d) if x > 1)
+            grid = Grid(dims, tuple(d[i] for i in dims))
+            cands[f"d={list(d)}"] = finish(_grid_join(join, left, right, grid))
+    return cands
+
+
+def join_alone(join, left: Alt, right: Alt) -> dict:
+    lk, rk = join.left_keys, join.right_keys
+    cands = {
+        "bcast-left": LocalJoin(broadcast(left), place(right, part(range(right.node.type.key_arity),
+                                                                   right.node.type.frontier)), lk, rk, join.kernel),
+        "bcast-right": LocalJoin(place(left, part(range(left.node.type.key_arity), left.node.type.frontier)),
+                                 broadcast(right), lk, rk, join.kernel),
+    }
+    if lk:
+        cands["copart"] = LocalJoin(place(left, part(lk, left.node.type.frontier)),
+                                    place(right, part(rk, right.node.type.frontier)), lk, rk, join.kernel)
+        if not left.free:
+            cands["align-right"] = _align_join(join, left.node, right, lk, rk, "right")
+        if not right.free:
+            cands["align-left"] = _align_join(join, right.node, left, lk, rk, "left")
+    return {k: v for k, v in cands.items() if v is not None}
+
+
+def _align_join(join, fixed, moving: Alt, lk, rk, moving_side):
+    """Keep one side where it is; send each tuple of the other to the sites of its partners."""
+    fixed_keys, moving_keys = (lk, rk) if moving_side == "right" else (rk, lk)
+    karity = moving.node.type.key_arity
+    if sorted(moving_keys) != list(range(karity)):  # partners must be determined by the join keys
+        return None
+    order = [moving_keys.index(d) for d in range(karity)]
+
+    def key_of(fkey):
+        joined = [fkey[a] for a in fixed_keys]
+        return tuple(joined[i] for i in order)
+    moved = align(moving, fixed, key_of)
+    l, r = (fixed, moved) if moving_side == "right" else (moved, fixed)
+    return LocalJoin(l, r, lk, rk, join.kernel)
+
+
+def aggregate_alone(agg, child: Alt) -> dict:
+    node = child.node if not child.free else place(child, part(range(child.node.type.key_arity),
+                                                               child.node.type.frontier))
+    cands = {}
+    root, how = finish_aggregate(node, agg.group_by, agg.kernel)
+    cands[how] = root
+    if how == "two-phase":
+        cands["shuffle"] = finish_aggregate(node, agg.group_by, agg.kernel, two_phase_ok=False)[0]
+    if child.free:
+        cands["local"] = LocalAggregate(place(child, part(agg.group_by, child.node.type.frontier)),
+                                        agg.group_by, agg.kernel)
+    return cands
+
+
+def concat(node, child: Alt) -> dict:
+    kd = node.key_dim
+    others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
+    if not child.free and partitioned_by(child.node, others):
+        return {"local": LocalAggregate(child.node, concat=(kd, node.array_dim))}
+    moved = place(child, part(others, child.node.type.frontier))
+    return {"shuffle": LocalAggregate(moved, concat=(kd, node.array_dim))}
+
+
+def per_tuple(node, child: Alt) -> dict:
+    """ReKey, Filter, Transform, Tile: run where the tuples are."""
+    base = child.node if not child.free else place(child, part(range(child.node.type.key_arity),
+                                                               child.node.type.frontier))
+    if isinstance(node, tra.ReKey):
+        return {"local": rekey(base, node.key_fn)}
+    if isinstance(node, tra.Filter):
+        return {"local": LocalFilter(base, node.predicate)}
+    if isinstance(node, tra.Transform):
+        return {"local": transform(base, node.kernel)}
+    if isinstance(node, tra.Tile):
+        return {"local": tile(base, node.tile_dim, node.tile_size)}
+    raise TypeError(node)
+
+
+def _bytes(root):
+    return evaluate_cost(root).bytes_moved
