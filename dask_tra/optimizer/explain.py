@@ -52,9 +52,8 @@ class Explain:
             if len(op.candidates) > 1:
                 ranked = sorted(op.candidates.items(), key=lambda kv: kv[1])
                 shown = ", ".join(f"{n}={fmt_bytes(b)}" + (" *" if n == op.strategy else "")
-                                  for n, b in ranked[:8])
-                more = "" if len(ranked) <= 8 else f", … {len(ranked) - 8} more"
-                lines.append(f"{pad}   candidates: {shown}{more}")
+                                  for n, b in ranked)
+                lines.append(f"{pad}   candidates: {shown}")
         lines.extend(self.notes)
         return "\n".join(lines)
 

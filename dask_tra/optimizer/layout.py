@@ -53,15 +53,14 @@ def broadcast(alt: Alt) -> IANode:
     return Broadcast(node)
 
 
-def align(alt: Alt, target: IANode, key_of) -> IANode:
-    """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it meets.
-
-    ``key_of(target_key)`` names the key of ``alt`` that the target tuple joins with.
-    """
+def align(alt: Alt, target: IANode, target_keys, alt_keys) -> IANode:
+    """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it joins with
+    (``target_keys`` of the target's key equal ``alt_keys`` of ours)."""
     want: dict = {}
     for tk, sites in sites_of(target).items():
-        want.setdefault(key_of(tk), set()).update(sites)
-    mapping = {k: tuple(sorted(want.get(k, ()))) or (0,) for k in alt.node.type.iter_keys()}
+        want.setdefault(tuple(tk[d] for d in target_keys), set()).update(sites)
+    mapping = {k: tuple(sorted(want.get(tuple(k[d] for d in alt_keys), ()))) or (0,)
+               for k in alt.node.type.iter_keys()}
     return place(alt, SiteMap(mapping))
 
 

@@ -54,7 +54,8 @@ def _grid_join(join, left: Alt, right: Alt, grid: Grid):
             local = Grid(tuple(pos.index(d) for d in grid.dims), grid.groups)
             sides.append((place(alt, local), pos))
         else:  # replicate into the full output key space, then place by the grid
-            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier))
+            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier)) if alt.free \
+                else alt.node
             sides.append((Shuffle(expand(base, pos, out), grid), list(range(len(out)))))
     (lnode, lp), (rnode, rp) = sides
     common = [d for d in lp if d in rp]
@@ -89,6 +90,12 @@ def contraction(agg, left: Alt, right: Alt, s: int, eindecomp=True) -> dict:
         l = place(left, part(lk, left.node.type.frontier))
         r = place(right, part(rk, right.node.type.frontier))
         cands["cmm"] = finish(LocalJoin(l, r, lk, rk, join.kernel))
+    # align: keep a placed side where it is, bring the other to its partners
+    for fixed, moving, side in ((left, right, "right"), (right, left, "left")):
+        if not fixed.free:
+            joined = _align_join(join, fixed.node, moving, lk, rk, side)
+            if joined is not None:
+                cands[f"align-{side}"] = finish(joined)
     # rmm: replicate onto the output-block grid
     cands["rmm"] = finish(_grid_join(join, left, right, part(g, out)))
     if eindecomp:
@@ -120,15 +127,7 @@ def join_alone(join, left: Alt, right: Alt) -> dict:
 def _align_join(join, fixed, moving: Alt, lk, rk, moving_side):
     """Keep one side where it is; send each tuple of the other to the sites of its partners."""
     fixed_keys, moving_keys = (lk, rk) if moving_side == "right" else (rk, lk)
-    karity = moving.node.type.key_arity
-    if sorted(moving_keys) != list(range(karity)):  # partners must be determined by the join keys
-        return None
-    order = [moving_keys.index(d) for d in range(karity)]
-
-    def key_of(fkey):
-        joined = [fkey[a] for a in fixed_keys]
-        return tuple(joined[i] for i in order)
-    moved = align(moving, fixed, key_of)
+    moved = align(moving, fixed, fixed_keys, moving_keys)
     l, r = (fixed, moved) if moving_side == "right" else (moved, fixed)
     return LocalJoin(l, r, lk, rk, join.kernel)
 
