@@ -33,8 +33,21 @@ def plan(expr, sites: int, placements=None, memory_limit=None, force=None, keep=
     cost = best.cost if best.cost is not None else evaluate_cost(best.node)
     ops = [OperatorReport(kind, strategy, table, _describe(node, kind), c.bytes_moved, c.max_peak)
            for node, kind, strategy, table, c in best.notes.values()]
-    report = Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory, ia_plan=repr(best.node))
+    report = Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory,
+                     gather_bytes=gather_bytes(best.node), ia_plan=repr(best.node))
     return Plan(best.node, cost, report)
+
+
+def gather_bytes(root) -> int:
+    """Bytes to bring every result tuple to one site (the one already holding the most)."""
+    per_site = {}
+    for key, copies in root.copies.items():
+        n = root.type.dtype.itemsize
+        for d in root.type.chunk_shape(key):
+            n *= d
+        site = copies[0][0]
+        per_site[site] = per_site.get(site, 0) + n
+    return sum(per_site.values()) - max(per_site.values(), default=0)
 
 
 def _describe(node, kind):

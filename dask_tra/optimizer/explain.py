@@ -37,12 +37,14 @@ class Explain:
     operators: list
     predicted_bytes: int
     predicted_peak_memory: dict  # site -> bytes
+    gather_bytes: int = 0  # moved when computing: dask gathers the result blocks on one worker
     measured_bytes: int | None = None
     ia_plan: str = ""
     notes: list = field(default_factory=list)
 
     def __str__(self):
         lines = [f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
+                 + f" (+{fmt_bytes(self.gather_bytes)} to gather the result on compute)"
                  + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
                  + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"]
         for i, op in enumerate(self.operators):

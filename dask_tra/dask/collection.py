@@ -1,0 +1,101 @@
+"""The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from dask.base import DaskMethodsMixin
+from dask.threaded import get as threaded_get
+
+from .. import config
+from ..optimizer import plan as make_plan
+from .emit import emit
+from .faults import ensure_installed
+from .sites import current_sites
+
+
+class DaskCollection(DaskMethodsMixin):
+    """Mixin: needs ``expr``, ``sources``, ``name``, ``chunks`` on the class using it."""
+
+    __dask_scheduler__ = staticmethod(threaded_get)
+
+    def planned(self, sites=None):
+        """(Plan, Sites) for the current sites and input placements; cached."""
+        where = current_sites(sites)
+        placements = {}
+        if where.client is not None:
+            ensure_installed(where.client)
+            for name, src in self.sources.items():
+                held = src.placement(where.client)
+                if held is not None:
+                    placements[name] = {k: tuple(where.site_of(a) for a in v) for k, v in held.items()}
+        cache_key = (where.count, where.workers, repr(config.get("force")), where.memory_limit,
+                     repr(sorted((n, sorted(p.items())) for n, p in placements.items())))
+        cached = self._plans.get(cache_key)
+        if cached is not None:
+            return cached
+        p = make_plan(self.expr, where.count, placements=placements or None,
+                      memory_limit=where.memory_limit, keep=config.get("keep"), force=config.get("force"))
+        self._plans[cache_key] = (p, where)
+        return p, where
+
+    def __dask_graph__(self):
+        p, where = self.planned()
+        from .. import diagnostics
+        diagnostics.register(p.explain)
+        self._last_explain = p.explain
+        if p.__dict__.get("graph") is None:
+            p.graph, p.out_keys = emit(p.root, self.sources, where.workers, self.name.split("-")[-1], self.name)
+        return p.graph
+
+    def __dask_keys__(self):
+        numblocks = tuple(len(c) for c in self.chunks)
+        if not numblocks:
+            return [(self.name,)]
+
+        def nest(prefix):
+            if len(prefix) == len(numblocks):
+                return (self.name,) + prefix
+            return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
+        return nest(())
+
+    def __dask_layers__(self):
+        return (self.name,)
+
+    def __dask_tokenize__(self):
+        return self.name
+
+    @staticmethod
+    def __dask_optimize__(dsk, keys, **kwargs):
+        return dsk  # no fusion: fusion would drop the per-task worker pins
+
+    def __dask_postcompute__(self):
+        if self._last_explain is not None:
+            from .. import diagnostics
+            diagnostics.register(self._last_explain, computed=True)
+        return _finalize, (self.ndim,)
+
+    def __dask_postpersist__(self):
+        return type(self)._from_persisted, (self.expr.type, self.name)
+
+    @property
+    def dask(self):
+        return self.__dask_graph__()
+
+    def to_dask(self):
+        """A dask.array over the emitted plan (lazy: nothing runs)."""
+        import dask.array as da
+        graph = self.__dask_graph__()
+        meta = np.empty((0,) * self.ndim, dtype=self.dtype)
+        return da.Array(graph, self.name, self.chunks, meta=meta)
+
+
+def _finalize(results, ndim):
+    if ndim == 0:
+        return results if not isinstance(results, list) else results[0]
+    from dask.array.core import concatenate3
+    return concatenate3(results)
+
+
+def block_keys(chunks):
+    return itertools.product(*(range(len(c)) for c in chunks))

@@ -1,0 +1,188 @@
+"""IA plan -> Dask graph: one HighLevelGraph layer per plan stage, every task pinned to its site.
+
+A task exists for each computed chunk (an input block, a local join or map at a site, a
+local aggregation of several chunks) and for each chunk a Broadcast or Shuffle carries
+to a site that does not hold it yet (an identity task pinned at the destination, so the
+move shows in the dashboard as ``tra-bcast`` / ``tra-shuffle`` and is exactly one
+transfer). Pure re-labelling (ReKey, insertDim, filters, one-member aggregation) makes no
+task: consumers read the origin's key.
+
+Layer names are ``tra-<stage>-<token>``; stages are alphabetic and hyphenated so the
+dashboard groups tasks by stage (``key_split``).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.task_spec import Alias, DataNode, Task, TaskRef
+
+from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
+from ..tra.expr import Concat, Tile
+from .sources import Ref
+
+
+class Pins:
+    """Layer annotation value: key -> [worker address] (callable, as dask expects)."""
+
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def __call__(self, key):
+        return self.mapping.get(key)
+
+
+def stage_name(node) -> str:
+    if isinstance(node, Placed):
+        return "input-" + re.sub(r"[^a-z]+", "-", node.input.name.split("-")[0].lower()).strip("-")
+    if isinstance(node, LocalJoin):
+        return "localjoin-" + _alpha(node.op.kernel.name)
+    if isinstance(node, LocalAggregate):
+        return "localagg-" + ("concat" if isinstance(node.op, Concat) else _alpha(node.op.kernel.name))
+    if isinstance(node, LocalMap):
+        return "localmap-" + _alpha(getattr(node.op, "kernel", None).name if hasattr(node.op, "kernel") else "tile")
+    return node.kind
+
+
+def _alpha(name: str) -> str:
+    words = re.findall(r"[a-z]+", name.lower())
+    return "-".join(words) or "op"
+
+
+def emit(plan, sources: dict, workers, token: str, output_name: str):
+    """Build the graph. ``workers[site]`` is the address pinning site's tasks (None: no pins).
+
+    Returns (HighLevelGraph, output key per relation key).
+    """
+    avail = {}  # (origin, site) -> dask key holding that chunk on that site
+    home = {}  # origin -> the dask key that computed it
+    layer_of = {}  # dask key -> layer name
+    layers = {}
+    external = {}
+    for src in sources.values():
+        if src.graph:
+            external.update(src.graph)
+    ext_name = f"tra-external-{token}"
+    for k in external:
+        layer_of[k] = ext_name
+    for node in plan.walk():
+        name = f"tra-{stage_name(node)}-{token}-{node.uid}"
+        tasks, pins = {}, {}
+        for key, copies in node.copies.items():
+            for site, origin in copies:
+                if (origin, site) in avail:
+                    continue
+                dk = (name,) + tuple(key) + (site,)
+                if isinstance(node, (Broadcast, Shuffle)):  # partials of one key may meet at a site
+                    dk += (origin[2],)
+                spec = _task(node, key, site, origin, avail, home, sources, dk)
+                if spec is None:  # a pure relabel: the origin's key already holds it here
+                    continue
+                tasks[dk] = spec
+                pins[dk] = site
+                avail[(origin, site)] = dk
+                home.setdefault(origin, dk)
+        if tasks:
+            layers[name] = (tasks, pins)
+            for dk in tasks:
+                layer_of[dk] = name
+    outputs, out_pins, out_keys = {}, {}, {}
+    for key, copies in plan.copies.items():
+        site, origin = copies[0]
+        ok = (output_name,) + tuple(key)
+        outputs[ok] = Alias(ok, avail[(origin, site)])
+        out_pins[ok] = site
+        out_keys[key] = ok
+    layers[output_name] = (outputs, out_pins)
+    return _graph(layers, layer_of, external, ext_name, workers), out_keys
+
+
+def _graph(layers, layer_of, external, ext_name, workers):
+    """HighLevelGraph with exact layer dependencies and per-task worker pins."""
+    hl, deps = {}, {}
+    if external:
+        hl[ext_name] = MaterializedLayer(dict(external))
+        deps[ext_name] = set()
+    for name, (tasks, pins) in layers.items():
+        annotations = None
+        if workers is not None:
+            annotations = {"workers": Pins({k: [workers[s]] for k, s in pins.items()}),
+                           "allow_other_workers": False}  # strict: loose pins get stolen (see faults.py)
+        hl[name] = MaterializedLayer(tasks, annotations=annotations)
+        deps[name] = {layer_of[d] for t in tasks.values() for d in t.dependencies if d in layer_of} - {name}
+    return HighLevelGraph(hl, deps)
+
+
+def _ref(avail, origin, site):
+    return TaskRef(avail[(origin, site)])
+
+
+def _task(node, key, site, origin, avail, home, sources, dk):
+    if isinstance(node, Placed):
+        spec = sources[node.input.name].task(key)
+        if isinstance(spec, Ref):
+            return Alias(dk, spec.key)
+        fn, *args = spec
+        if len(args) == 1 and not callable(args[0]) and fn.__name__ == "_identity":
+            return DataNode(dk, args[0])
+        return Task(dk, fn, *args)
+    if isinstance(node, (Broadcast, Shuffle)):
+        return Task(dk, _identity, TaskRef(home[origin]))
+    if isinstance(node, LocalFilter) or (isinstance(node, LocalMap) and node.pure_copy):
+        src_key = node.source(key) if isinstance(node, LocalMap) else key
+        avail[(origin, site)] = avail[(_origin_at(node.child, src_key, site), site)]
+        return None
+    if isinstance(node, LocalJoin):
+        lk, rk = node.sources(key, site)
+        l = _ref(avail, _origin_at(node.left, lk, site), site)
+        r = _ref(avail, _origin_at(node.right, rk, site), site)
+        return Task(dk, node.op.kernel, l, r)
+    if isinstance(node, LocalAggregate):
+        members = node.members[(key, site)]
+        if len(members) == 1 and not isinstance(node.op, Concat):
+            return None
+        refs = [_ref(avail, o, site) for _, o in members]
+        if isinstance(node.op, Concat):
+            order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
+            return Task(dk, _concat, node.op.array_dim, *(refs[i] for i in order))
+        return Task(dk, _fold, node.op.kernel, *refs)
+    if isinstance(node, LocalMap):
+        src = _ref(avail, _origin_at(node.child, node.source(key), site), site)
+        op = node.op
+        if isinstance(op, Tile):
+            return Task(dk, _tile, src, op.tile_dim, op.tile_size, key[-1])
+        return Task(dk, op.kernel, src)
+    raise TypeError(f"cannot emit {node!r}")
+
+
+def _origin_at(node, key, site):
+    for s, o in node.copies[key]:
+        if s == site:
+            return o
+    raise KeyError((key, site))
+
+
+def _identity(x):
+    return x
+
+
+def _fold(kernel, *chunks):
+    acc = chunks[0]
+    for c in chunks[1:]:
+        acc = kernel(acc, c)
+    return acc
+
+
+def _concat(axis, *chunks):
+    from ..tra.kernels import namespace
+    return namespace(*chunks).concat(chunks, axis=axis)
+
+
+def _tile(chunk, dim, size, t):
+    index = [slice(None)] * chunk.ndim
+    index[dim] = slice(t * size, (t + 1) * size)
+    return chunk[tuple(index)]
+
+
+__all__ = ["emit", "Pins", "stage_name"]
