@@ -164,3 +164,12 @@ def test_explain_reports_operators_and_renders():
     assert p.explain.predicted_bytes == p.cost.bytes_moved
     assert set(p.explain.predicted_peak_memory) <= set(range(10))
     assert "<pre>" in p.explain._repr_html_()
+
+
+def test_project_refuses_partial_results():
+    from dask_tra.ia import LocalAggregate, Placed, PlanError, part
+    t, rel = split(np.arange(4.0).reshape(2, 2), (1, 1))
+    x = Placed(Input("A", t), part((1,), t.frontier), 2)
+    partial = LocalAggregate(x, (0,), K.add)  # row sums, but each row's blocks sit on two sites
+    with pytest.raises(PlanError, match="several different chunks"):
+        project(partial, execute(partial, {"A": rel}))

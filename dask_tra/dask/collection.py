@@ -9,7 +9,10 @@ from dask.threaded import get as threaded_get
 
 from .. import config
 from ..optimizer import plan as make_plan
+from dask.highlevelgraph import HighLevelGraph
+
 from .emit import emit
+from .sources import PersistedSource
 from .faults import ensure_installed
 from .sites import current_sites
 
@@ -23,7 +26,7 @@ class DaskCollection(DaskMethodsMixin):
         """(Plan, Sites) for the current sites and input placements; cached."""
         where = current_sites(sites)
         placements = {}
-        if where.client is not None:
+        if where.client is not None and self.expr.children and not _in_event_loop(where.client):
             ensure_installed(where.client)
             for name, src in self.sources.items():
                 held = src.placement(where.client)
@@ -40,6 +43,9 @@ class DaskCollection(DaskMethodsMixin):
         return p, where
 
     def __dask_graph__(self):
+        held = self._persisted_futures()
+        if held is not None:  # raw futures as values, so futures_of / wait / progress see them
+            return HighLevelGraph.from_collections(self.name, held)
         p, where = self.planned()
         from .. import diagnostics
         diagnostics.register(p.explain)
@@ -47,6 +53,14 @@ class DaskCollection(DaskMethodsMixin):
         if p.__dict__.get("graph") is None:
             p.graph, p.out_keys = emit(p.root, self.sources, where.workers, self.name.split("-")[-1], self.name)
         return p.graph
+
+    def _persisted_futures(self):
+        if self.expr.children:
+            return None
+        src = self.sources[self.expr.name]
+        if not isinstance(src, PersistedSource) or not src.graph:
+            return None
+        return {(self.name,) + k: f for k, f in src.blocks.items()}
 
     def __dask_keys__(self):
         numblocks = tuple(len(c) for c in self.chunks)
@@ -88,6 +102,16 @@ class DaskCollection(DaskMethodsMixin):
         graph = self.__dask_graph__()
         meta = np.empty((0,) * self.ndim, dtype=self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
+
+
+def _in_event_loop(client) -> bool:
+    """True inside the client's event loop (e.g. ``wait``/``progress`` asking for futures),
+    where blocking scheduler queries are impossible; plans made there skip placement lookups."""
+    import asyncio
+    try:
+        return asyncio.get_running_loop() is client.loop.asyncio_loop
+    except RuntimeError:
+        return False
 
 
 def _finalize(results, ndim):

@@ -66,7 +66,9 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
     ext_name = f"tra-external-{token}"
     for k in external:
         layer_of[k] = ext_name
-    for node in plan.walk():
+    walk = plan.walk()
+    moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
+    for node in walk:
         name = f"tra-{stage_name(node)}-{token}-{node.uid}"
         tasks, pins = {}, {}
         for key, copies in node.copies.items():
@@ -82,7 +84,15 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
                 tasks[dk] = spec
                 pins[dk] = site
                 avail[(origin, site)] = dk
-                home.setdefault(origin, dk)
+                if origin not in home:
+                    home[origin] = dk
+                    if origin in moved and not isinstance(node, (Broadcast, Shuffle)):
+                        # local consumers read a pinned copy: replicas made by the moves let
+                        # dask's memory manager drop the original here before they run
+                        keep = (f"tra-keep-{token}-{node.uid}",) + dk[1:]
+                        tasks[keep] = Task(keep, _identity, TaskRef(dk))
+                        pins[keep] = site
+                        avail[(origin, site)] = keep
         if tasks:
             layers[name] = (tasks, pins)
             for dk in tasks:
@@ -95,7 +105,16 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
         out_pins[ok] = site
         out_keys[key] = ok
     layers[output_name] = (outputs, out_pins)
+    _drop_unread_keeps(layers)
     return _graph(layers, layer_of, external, ext_name, workers), out_keys
+
+
+def _drop_unread_keeps(layers):
+    """A keep copy nobody reads would be culled by dask anyway; leave it out of the plan's graph."""
+    read = {d for tasks, _ in layers.values() for t in tasks.values() for d in t.dependencies}
+    for tasks, pins in layers.values():
+        for k in [k for k in tasks if k[0].startswith("tra-keep-") and k not in read]:
+            del tasks[k], pins[k]
 
 
 def _graph(layers, layer_of, external, ext_name, workers):

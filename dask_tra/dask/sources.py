@@ -127,28 +127,38 @@ class DaskSource(Source):
 
 
 class PersistedSource(Source):
-    """Blocks already computed on a cluster, held as futures (``wait``/``progress`` see them)."""
+    """Blocks already computed: futures on a cluster (``wait``/``progress`` see them), or
+    in-memory chunks after persisting on a local scheduler."""
 
-    def __init__(self, type_, futures: dict, name=None):
-        self.futures = futures  # key -> Future
+    def __init__(self, type_, blocks: dict, name=None):
+        self.blocks = blocks  # key -> Future or chunk
         self.input = Input(name or fresh_name("persisted"), type_)
-        self.graph = {f.key: f for f in futures.values()}
+        self.graph = {b.key: b for b in blocks.values() if _is_future(b)}
 
     def task(self, key):
-        return Ref(self.futures[tuple(key)].key)
+        b = self.blocks[tuple(key)]
+        return Ref(b.key) if _is_future(b) else (_identity, b)
 
     def chunk(self, key):
-        return self.futures[tuple(key)].result()
+        b = self.blocks[tuple(key)]
+        return b.result() if _is_future(b) else b
 
     def placement(self, client):
-        return _who_has(client, {f.key: k for k, f in self.futures.items()})
+        if not self.graph:
+            return None
+        return _who_has(client, {b.key: k for k, b in self.blocks.items()})
+
+
+def _is_future(x) -> bool:
+    return type(x).__name__ == "Future" and hasattr(x, "key")
 
 
 def _who_has(client, dask_keys: dict):
     """{block key: (worker,)} if every dask key is in memory on the cluster, else None."""
     if client is None:
         return None
-    who = client.who_has(list(dask_keys))
+    keys = list(dask_keys)
+    who = client.sync(client.scheduler.who_has, keys=keys)
     out = {}
     for dk, k in dask_keys.items():
         holders = who.get(dk) or who.get(str(dk))

@@ -6,10 +6,14 @@ chunk's real ``nbytes`` as crossing; the cost model predicts the same number fro
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..tra.errors import fmt_key
 from ..tra.executor import apply_kernel, check_relation
 from ..tra.expr import Concat, ReKey, Tile
 from ..tra.kernels import namespace
-from .nodes import Broadcast, Expand, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
+from .nodes import (Broadcast, Expand, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, PlanError,
+                    Shuffle)
 
 
 class Result:
@@ -37,10 +41,17 @@ def execute(plan, inputs: dict) -> Result:
 
 
 def project(plan, res: Result) -> dict:
-    """The plan's output with sites projected away: {key: chunk}; checks copies agree."""
+    """The plan's output with sites projected away: {key: chunk}.
+
+    A key may sit on several sites (copies, or the same chunk computed on each); copies
+    that differ (unfinished partial aggregates) mean the plan is not a complete result.
+    """
     out = {}
     for (key, site, origin), v in res.values[plan.uid].items():
-        out.setdefault(key, v)
+        first = out.setdefault(key, v)
+        if first is not v and not np.array_equal(np.asarray(first), np.asarray(v), equal_nan=True):
+            raise PlanError(f"{plan.describe()}: key {fmt_key(key)} has several different chunks "
+                            f"(partial results on different sites)")
     return out
 
 

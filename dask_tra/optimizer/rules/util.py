@@ -1,0 +1,139 @@
+"""What the rewrite rules share: composed kernels, key maps and predicates, rebuilding an
+IA node over new children, and partitioning facts read from a node's ``copies``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ia.nodes import (Broadcast, Expand, LocalAggregate, LocalFilter, LocalJoin, LocalMap,
+                         Shuffle, rekey, tile, transform)
+from ...tra import expr as tra
+from ...tra.kernels import Kernel
+from ...tra.keyfuncs import KeyMap, KeyPred
+from ...tra.relation import ChunkAxis
+
+
+class Composed(Kernel):
+    """``outer ∘ inner``: ``inner`` on the chunks, then the unary ``outer`` on its result."""
+
+    def __init__(self, outer: Kernel, inner: Kernel):
+        self.outer, self.inner = outer, inner
+        self.name = f"{outer.name}∘{inner.name}"
+        self.arity = inner.arity
+        # f∘g distributes over an aggregation when f and g both do (unary g only)
+        self.distributes_over = (outer.distributes_over & inner.distributes_over
+                                 if inner.arity == 1 else frozenset())
+
+    def __call__(self, *chunks):
+        return self.outer(self.inner(*chunks))
+
+    def out_axes(self, frontier, *in_axes):
+        return self.outer.out_axes(frontier, self.inner.out_axes(frontier, *in_axes))
+
+    def out_dtype(self, *dtypes):
+        return self.outer.out_dtype(self.inner.out_dtype(*dtypes))
+
+    def flops(self, *shapes):
+        axes = [tuple(ChunkAxis.const(n) for n in shape) for shape in shapes]
+        mid = tuple(ax.constant for ax in self.inner.out_axes((), *axes))
+        return self.inner.flops(*shapes) + self.outer.flops(mid)
+
+
+def compose_keymaps(outer: KeyMap, inner: KeyMap) -> KeyMap:
+    """``key -> outer(inner(key))``; a selection when both are."""
+    select = (None if outer.select is None or inner.select is None
+              else tuple(inner.select[d] for d in outer.select))
+    return KeyMap(lambda k: outer(inner(k)), f"{outer}∘{inner}", select)
+
+
+def conjunction(first: KeyPred, then: KeyPred) -> KeyPred:
+    """``then(k) and first(k)``: ``then`` is tested first, as when it was the inner filter."""
+    dims = None if first.dims is None or then.dims is None else first.dims | then.dims
+    return KeyPred(lambda k: then(k) and first(k), f"{first}∧{then}", dims)
+
+
+def reindexed(pred: KeyPred, source: dict, arity: int) -> KeyPred:
+    """``pred`` read through a dim map: it sees a key of ``arity`` dims whose dim d is
+    ``key[source[d]]``. Dims outside ``source`` read 0, so ``pred`` must not read them."""
+    def fn(key):
+        full = [0] * arity
+        for d, s in source.items():
+            full[d] = key[s]
+        return pred(tuple(full))
+    dims = None if pred.dims is None else frozenset(source[d] for d in pred.dims)
+    return KeyPred(fn, pred.name, dims)
+
+
+def filtered_type(node, pred: KeyPred):
+    """The type ``LocalFilter(node, pred)`` would have (to test for holes before building it)."""
+    return tra.Filter(tra.Input("_", node.type), pred).type
+
+
+def with_map(child, op):
+    """A ``LocalMap`` applying the same map as ``op`` (ReKey, Transform, Tile, Expand) to ``child``."""
+    if isinstance(op, Expand):
+        return LocalMap(child, op)
+    if isinstance(op, tra.ReKey):
+        return rekey(child, op.key_fn)
+    if isinstance(op, tra.Tile):
+        return tile(child, op.tile_dim, op.tile_size)
+    return transform(child, op.kernel)
+
+
+def _aggregate(node, child):
+    if isinstance(node.op, tra.Concat):
+        return LocalAggregate(child, concat=(node.op.key_dim, node.op.array_dim))
+    return LocalAggregate(child, node.group_by, node.op.kernel)
+
+
+_REBUILD = {
+    Broadcast: lambda n, c: Broadcast(c),
+    Shuffle: lambda n, c: Shuffle(c, n.placement),
+    LocalJoin: lambda n, l, r: LocalJoin(l, r, n.op.left_keys, n.op.right_keys, n.op.kernel),
+    LocalAggregate: _aggregate,
+    LocalFilter: lambda n, c: LocalFilter(c, n.op.predicate),
+    LocalMap: lambda n, c: with_map(c, n.op),
+}
+
+
+def rebuild(node, children):
+    """``node``'s operator over new ``children``; ``node`` itself when they are the same objects."""
+    if all(a is b for a, b in zip(node.children, children)):
+        return node
+    return _REBUILD[type(node)](node, *children)
+
+
+def partitioned_by(node, dims) -> bool:
+    """PART_D with D ⊆ ``dims``: every key has one copy, and keys agreeing on ``dims`` share its site."""
+    if not one_copy_each(node):
+        return False
+    home = {}
+    return all(home.setdefault(tuple(key[d] for d in dims), cs[0][0]) == cs[0][0]
+               for key, cs in node.copies.items())
+
+
+def one_copy_each(node) -> bool:
+    """Every key sits on exactly one site (a partitioned relation, PART_D for some D)."""
+    return all(len(cs) == 1 for cs in node.copies.values())
+
+
+def single_origin(node) -> bool:
+    """Every key holds one chunk (one origin), on however many sites: moving it is well defined."""
+    return all(len({origin for _, origin in cs}) == 1 for cs in node.copies.values())
+
+
+@dataclass(frozen=True)
+class FixedFrontier:
+    """A placement evaluated against a fixed frontier. Grids place a key relative to the
+    frontier; pinning it keeps every tuple on its site when a filter shrinks the frontier."""
+
+    placement: object
+    frontier: tuple
+
+    def sites(self, key, frontier, s):
+        return self.placement.sites(key, self.frontier, s)
+
+    def partitions_by(self, group_by) -> bool:
+        return self.placement.partitions_by(group_by)
+
+    def __str__(self):
+        return str(self.placement)
