@@ -97,3 +97,14 @@ def test_plan_over_memory_limit_refused_before_running(client):
         with pytest.raises(MemoryLimitError, match=r"matmul.*no plan fits 3,221,225,472 bytes"):
             (big @ big).compute()
     assert not [t for t in ts.data if token in str(t["key"])]  # nothing of it ran
+
+
+def test_lazy_dask_array_inputs_are_made_where_the_plan_reads_them(client):
+    import dask.array as da
+    x = da.random.default_rng(4).standard_normal((600, 800), chunks=(150, 100))
+    y = da.random.default_rng(5).standard_normal((800, 400), chunks=(100, 100))
+    z = dt.from_dask(x) @ dt.from_dask(y)
+    with dt.diagnostics.measure() as m:
+        got = z.compute()
+    np.testing.assert_allclose(got, x.compute() @ y.compute(), rtol=1e-9, atol=1e-9)
+    assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * m.predicted_bytes, (m.bytes_moved, m.predicted_bytes)

@@ -20,7 +20,7 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..tra.expr import Concat, Tile
-from .sources import Ref
+from .sources import Ref, is_future
 
 
 class Pins:
@@ -66,6 +66,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
     ext_name = f"tra-external-{token}"
     for k in external:
         layer_of[k] = ext_name
+    ext_pins = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
     walk = plan.walk()
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
     for node in walk:
@@ -79,6 +80,8 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
                 if isinstance(node, (Broadcast, Shuffle)):  # partials of one key may meet at a site
                     dk += (origin[2],)
                 spec = _task(node, key, site, origin, avail, home, sources, dk)
+                if isinstance(spec, Alias) and spec.target in external and not is_future(external[spec.target]):
+                    ext_pins.setdefault(spec.target, site)
                 if spec is None:  # a pure relabel: the origin's key already holds it here
                     continue
                 tasks[dk] = spec
@@ -106,7 +109,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
         out_keys[key] = ok
     layers[output_name] = (outputs, out_pins)
     _drop_unread_keeps(layers)
-    return _graph(layers, layer_of, external, ext_name, workers), out_keys
+    return _graph(layers, layer_of, external, ext_pins, ext_name, workers), out_keys
 
 
 def _drop_unread_keeps(layers):
@@ -117,11 +120,19 @@ def _drop_unread_keeps(layers):
             del tasks[k], pins[k]
 
 
-def _graph(layers, layer_of, external, ext_name, workers):
-    """HighLevelGraph with exact layer dependencies and per-task worker pins."""
+def _graph(layers, layer_of, external, ext_pins, ext_name, workers):
+    """HighLevelGraph with exact layer dependencies and per-task worker pins.
+
+    Of a wrapped dask.array's graph, the blocks the plan reads are pinned where it reads
+    them (so they are made there); the tasks behind them are left to the scheduler.
+    """
     hl, deps = {}, {}
     if external:
-        hl[ext_name] = MaterializedLayer(dict(external))
+        annotations = None
+        if workers is not None and ext_pins:
+            annotations = {"workers": Pins({k: [workers[s]] for k, s in ext_pins.items()}),
+                           "allow_other_workers": Pins({k: k not in ext_pins for k in external})}
+        hl[ext_name] = MaterializedLayer(dict(external), annotations=annotations)
         deps[ext_name] = set()
     for name, (tasks, pins) in layers.items():
         annotations = None

@@ -133,15 +133,15 @@ class PersistedSource(Source):
     def __init__(self, type_, blocks: dict, name=None):
         self.blocks = blocks  # key -> Future or chunk
         self.input = Input(name or fresh_name("persisted"), type_)
-        self.graph = {b.key: b for b in blocks.values() if _is_future(b)}
+        self.graph = {b.key: b for b in blocks.values() if is_future(b)}
 
     def task(self, key):
         b = self.blocks[tuple(key)]
-        return Ref(b.key) if _is_future(b) else (_identity, b)
+        return Ref(b.key) if is_future(b) else (_identity, b)
 
     def chunk(self, key):
         b = self.blocks[tuple(key)]
-        return b.result() if _is_future(b) else b
+        return b.result() if is_future(b) else b
 
     def placement(self, client):
         if not self.graph:
@@ -149,7 +149,7 @@ class PersistedSource(Source):
         return _who_has(client, {b.key: k for k, b in self.blocks.items()})
 
 
-def _is_future(x) -> bool:
+def is_future(x) -> bool:
     return type(x).__name__ == "Future" and hasattr(x, "key")
 
 
