@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..ia.nodes import IANode
 from .cost import Cost, evaluate_cost
-from .explain import Explain, OperatorReport
+from .explain import Explain, OperatorReport, ia_tree
 from .search import MemoryLimitError, kind_of, search
 
 
@@ -34,7 +34,7 @@ def plan(expr, sites: int, placements=None, memory_limit=None, force=None, keep=
     ops = [OperatorReport(kind, strategy, table, _describe(node, kind), c.bytes_moved, c.max_peak)
            for node, kind, strategy, table, c in best.notes.values()]
     report = Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory,
-                     gather_bytes=gather_bytes(best.node), ia_plan=repr(best.node))
+                     gather_bytes=gather_bytes(best.node), ia_plan=ia_tree(best.node))
     return Plan(best.node, cost, report)
 
 

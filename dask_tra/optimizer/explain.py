@@ -14,6 +14,22 @@ def fmt_bytes(n) -> str:
         n /= 1024
 
 
+def ia_tree(root) -> str:
+    """The IA plan as an indented tree, root first; a sub-plan used twice is shown once."""
+    lines, seen = [], set()
+
+    def visit(node, depth):
+        mark = " (shared, above)" if node.uid in seen else ""
+        lines.append("  " * depth + node.describe() + mark)
+        if mark:
+            return
+        seen.add(node.uid)
+        for c in node.children:
+            visit(c, depth + 1)
+    visit(root, 0)
+    return "\n".join(lines)
+
+
 @dataclass
 class OperatorReport:
     """One planned TRA operator: what it is, the strategy chosen, and every candidate's bytes.
@@ -56,6 +72,9 @@ class Explain:
                 shown = ", ".join(f"{n}={fmt_bytes(b)}" + (" *" if n == op.strategy else "")
                                   for n, b in ranked)
                 lines.append(f"{pad}   candidates: {shown}")
+        if self.ia_plan:
+            lines.append("IA plan:")
+            lines.extend("  " + l for l in self.ia_plan.splitlines())
         lines.extend(self.notes)
         return "\n".join(lines)
 
