@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .array.methods import ArrayMethods
-from .dask.collection import DaskCollection, block_keys
+from .dask.collection import DaskCollection
 from .dask.sources import PersistedSource, fresh_name
 from .tra import TRAError
 
@@ -76,4 +76,4 @@ class RelArray(ArrayMethods, DaskCollection):
                 f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, tra_ops={ops}>")
 
 
-__all__ = ["RelArray", "block_keys"]
+__all__ = ["RelArray"]

@@ -1,16 +1,13 @@
 """The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 from dask.base import DaskMethodsMixin
+from dask.highlevelgraph import HighLevelGraph
 from dask.threaded import get as threaded_get
 
 from .. import config
 from ..optimizer import plan as make_plan
-from dask.highlevelgraph import HighLevelGraph
-
 from .emit import emit
 from .sources import PersistedSource
 from .faults import ensure_installed
@@ -120,6 +117,3 @@ def _finalize(results, ndim):
     from dask.array.core import concatenate3
     return concatenate3(results)
 
-
-def block_keys(chunks):
-    return itertools.product(*(range(len(c)) for c in chunks))
