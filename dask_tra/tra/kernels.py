@@ -145,17 +145,17 @@ class Einsum(Kernel):
         self.combine = combine
         self.aggregate = aggregate or add
         custom = combine is not None or aggregate is not None
+        self.plain = not custom  # decided here: identity checks do not survive pickling
         self.name = "matmul" if self.subscripts == "ik,kj->ij" and not custom else (
             f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
         self.distributes_over = frozenset() if custom else frozenset({"add"})
 
     def __call__(self, *chunks):
-        xp = namespace(*chunks)
-        if self.combine is None and self.aggregate is add:
+        if self.plain:
             if self.name == "matmul":
                 return chunks[0] @ chunks[1]
-            return _einsum(xp, self.subscripts, *chunks)
-        return self._extended(xp, *chunks)
+            return _einsum(namespace(*chunks), self.subscripts, *chunks)
+        return self._extended(namespace(*chunks), *chunks)
 
     def _extended(self, xp, a, b):
         """combine(a, b) over the joint index space, then reduce the summed letters with aggregate."""

@@ -1,0 +1,50 @@
+"""Kernels: results, facts, and behaviour after pickling (as Dask ships them to workers)."""
+import cloudpickle
+import numpy as np
+import pytest
+
+from dask_tra.tra import kernels as K
+
+
+def shipped(kernel):
+    return cloudpickle.loads(cloudpickle.dumps(kernel))
+
+
+def test_plain_einsum_keeps_its_fast_path_after_pickling(monkeypatch):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
+    k = shipped(K.matmul)
+
+    def refuse(*args):
+        raise AssertionError("plain matmul took the broadcast-and-reduce path")
+    monkeypatch.setattr(k, "_extended", refuse)
+    np.testing.assert_allclose(k(a, b), a @ b)
+
+
+@pytest.mark.parametrize("kernel,ref", [
+    (K.add, np.add), (K.mul, np.multiply), (K.sub, np.subtract), (K.maximum, np.maximum),
+    (K.matmul, np.matmul), (K.Einsum("ab,cb->ac"), lambda x, y: np.einsum("ab,cb->ac", x, y)),
+])
+def test_binary_kernels_survive_pickling(kernel, ref):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
+    np.testing.assert_allclose(shipped(kernel)(a, b), ref(a, b))
+    assert shipped(kernel) == kernel
+
+
+def test_extended_einsum_custom_combine_and_aggregate():
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    sqdiff = K.Elementwise("sqdiff", lambda xp, a, b: (a - b) ** 2, 2)
+    absdiff = K.Elementwise("absdiff", lambda xp, a, b: abs(a - b), 2)
+    d2 = K.Einsum("ik,jk->ij", combine=sqdiff, aggregate=K.add)
+    dmax = K.Einsum("ik,jk->ij", combine=absdiff, aggregate=K.maximum)
+    np.testing.assert_allclose(shipped(d2)(x, y), ((x[:, None] - y[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(shipped(dmax)(x, y), np.abs(x[:, None] - y[None]).max(-1))
+    assert not d2.distributes(K.add) and K.matmul.distributes(K.add)
+
+
+def test_facts():
+    assert K.add.associative and K.add.commutative and not K.sub.commutative
+    assert K.mul.distributes(K.add) and not K.add.distributes(K.mul)
+    assert K.matmul.flops((3, 4), (4, 5)) == 2 * 3 * 4 * 5
