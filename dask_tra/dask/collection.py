@@ -9,7 +9,7 @@ from dask.threaded import get as threaded_get
 from .. import config
 from ..optimizer import plan as make_plan
 from .emit import emit
-from .sources import PersistedSource
+from .sources import ArraySource, PersistedSource
 from .faults import ensure_installed
 from .sites import current_sites
 
@@ -48,7 +48,10 @@ class DaskCollection(DaskMethodsMixin):
         diagnostics.register(p.explain)
         self._last_explain = p.explain
         if p.__dict__.get("graph") is None:
-            p.graph, p.out_keys = emit(p.root, self.sources, where.workers, self.name.split("-")[-1], self.name)
+            sources = self.sources
+            if where.client is not None and not _in_event_loop(where.client):
+                sources = _scatter_in_memory_inputs(p.root, sources, where)
+            p.graph, p.out_keys = emit(p.root, sources, where.workers, self.name.split("-")[-1], self.name)
         return p.graph
 
     def _persisted_futures(self):
@@ -99,6 +102,17 @@ class DaskCollection(DaskMethodsMixin):
         graph = self.__dask_graph__()
         meta = np.empty((0,) * self.ndim, dtype=self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
+
+
+def _scatter_in_memory_inputs(root, sources, where):
+    """Client-side arrays go to their planned workers by scatter, keeping the graph small."""
+    out = dict(sources)
+    for node in root.walk():
+        src = sources.get(getattr(getattr(node, "input", None), "name", None))
+        if isinstance(src, ArraySource) and out[src.input.name] is src:
+            sites = {k: cs[0][0] for k, cs in node.copies.items()}
+            out[src.input.name] = src.scattered(where.client, sites, where.workers)
+    return out
 
 
 def _in_event_loop(client) -> bool:

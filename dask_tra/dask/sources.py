@@ -67,6 +67,17 @@ class ArraySource(Source):
     def task(self, key):
         return (_identity, self.array[_block_slices(self.chunks, key)])
 
+    def scattered(self, client, sites: dict, workers) -> "PersistedSource":
+        """The blocks sent straight to the workers the plan puts them on (not inside the graph)."""
+        by_worker = {}
+        for key, site in sites.items():
+            by_worker.setdefault(workers[site], []).append(key)
+        futures = {}
+        for worker, keys in by_worker.items():
+            blocks = [self.array[_block_slices(self.chunks, k)] for k in keys]
+            futures.update(zip(keys, client.scatter(blocks, workers=[worker], hash=False)))
+        return PersistedSource(self.type, futures, name=self.input.name)
+
 
 class RandomSource(Source):
     """Seeded random chunks: chunk ``key`` is drawn from a generator seeded by (seed, *key)."""
