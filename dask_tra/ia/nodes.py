@@ -14,6 +14,7 @@ import itertools
 from collections import defaultdict
 
 from ..tra import expr as tra
+from ..tra.dag import walk
 from ..tra.errors import TRAError, fmt_key
 from ..tra.relation import RelationType
 from .partitioning import ALL
@@ -47,26 +48,9 @@ class IANode:
             self._copies = {k: tuple(sorted(set(v), key=repr)) for k, v in self._compute_copies().items()}
         return self._copies
 
-    def at_site(self) -> dict:
-        """site -> {key: [origin, ...]}."""
-        out = defaultdict(lambda: defaultdict(list))
-        for k, cs in self.copies.items():
-            for site, origin in cs:
-                out[site][k].append(origin)
-        return out
-
     def walk(self):
-        seen, order = set(), []
-
-        def visit(n):
-            if id(n) in seen:
-                return
-            seen.add(id(n))
-            for c in n.children:
-                visit(c)
-            order.append(n)
-        visit(self)
-        return order
+        """Every node of the plan once, children before parents."""
+        return walk(self)
 
     def new_origin(self, key, site):
         return (self.uid, tuple(key), site)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .dag import walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Kernel
 from .keyfuncs import KeyMap, KeyPred
@@ -27,17 +28,7 @@ class Expr:
 
     def walk(self):
         """Every node of the DAG once, children before parents."""
-        seen, order = set(), []
-
-        def visit(e):
-            if id(e) in seen:
-                return
-            seen.add(id(e))
-            for c in e.children:
-                visit(c)
-            order.append(e)
-        visit(self)
-        return order
+        return walk(self)
 
     def __repr__(self):
         inner = ", ".join(repr(c) for c in self.children)
