@@ -1,8 +1,9 @@
 """dask_tra: blocked arrays as tensor relations, planned by a cost-based optimizer, run on Dask."""
 from . import config, diagnostics
-from .array import from_array, from_dask, full, matmul, random
+from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at dask_tra.array)
+from .array import __all__ as _array_all
 from .core import RelArray
 
 __version__ = "0.1.0"
 
-__all__ = ["RelArray", "from_array", "from_dask", "full", "matmul", "random", "config", "diagnostics"]
+__all__ = ["RelArray", "config", "diagnostics"] + list(_array_all)

@@ -1,9 +1,13 @@
-"""Creating RelArrays: from in-memory arrays, from dask.arrays (lazily), constants."""
+"""Creating RelArrays. Every creation is one TRA ``Input`` bound to a source: an in-memory
+array, a dask.array (lazily), constants, or blocks made on their site (arange, linspace, eye)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
+from .relations import BlockSource, check_dtype, is_array
 
 
 def _wrap(source):
@@ -11,10 +15,26 @@ def _wrap(source):
     return RelArray(source.input, {source.input.name: source})
 
 
-def from_array(x, chunks="auto"):
+def _shape(shape) -> tuple:
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+
+
+def _auto(chunks, shape, dtype, previous=None):
+    """dask's chunk normalisation, 'auto' included (ValueError if they do not fit the shape)."""
+    from dask.array.core import normalize_chunks
+    return normalize_chunks(chunks, tuple(shape), dtype=np.dtype(dtype), previous_chunks=previous)
+
+
+def from_array(x, chunks="auto", name=None, **kwargs):
     """Wrap an in-memory array (NumPy, CuPy or torch), cut into dask-style ``chunks``."""
-    if not hasattr(x, "shape"):
+    if is_array(x):
+        from .rechunk import rechunk
+        return x if chunks == "auto" else rechunk(x, chunks)
+    if type(x).__module__.split(".")[0] == "dask":
+        return from_dask(x) if chunks == "auto" else from_dask(x).rechunk(chunks)
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         x = np.asarray(x)
+    check_dtype(x.dtype)
     return _wrap(ArraySource(x, _auto(chunks, x.shape, x.dtype)))
 
 
@@ -25,16 +45,100 @@ def from_dask(x):
         raise TypeError(f"from_dask expects a dask.array.Array, got {type(x).__name__}")
     if any(np.isnan(c) for cs in x.chunks for c in cs):
         raise ValueError("from_dask needs known chunk sizes; call x.compute_chunk_sizes() first")
+    check_dtype(x.dtype)
     return _wrap(DaskSource(x))
 
 
-def full(shape, fill_value, chunks="auto", dtype=None):
-    shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
-    dtype = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+def asarray(a, dtype=None, chunks="auto", **kwargs):
+    """A RelArray for ``a`` (RelArray, dask.array, NumPy array, list or scalar), optionally cast."""
+    if is_array(a):
+        out = a
+    elif type(a).__module__.split(".")[0] == "dask":
+        out = from_dask(a)
+    else:
+        out = from_array(np.asarray(a, dtype=dtype), chunks=chunks)
+    return out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
+
+
+array = asarray
+
+
+def full(shape, fill_value, dtype=None, chunks="auto", **kwargs):
+    shape = _shape(shape)
+    if np.ndim(fill_value) != 0:
+        raise ValueError(f"fill_value must be a scalar, got shape {np.shape(fill_value)}")
+    dtype = check_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
     return _wrap(ConstantSource(fill_value, shape, _auto(chunks, shape, dtype), dtype))
 
 
-def _auto(chunks, shape, dtype):
-    """dask's chunk normalisation, 'auto' included."""
-    from dask.array.core import normalize_chunks
-    return normalize_chunks(chunks, shape, dtype=np.dtype(dtype))
+def zeros(shape, dtype=float, chunks="auto", **kwargs):
+    return full(shape, 0, dtype=dtype, chunks=chunks)
+
+
+def ones(shape, dtype=float, chunks="auto", **kwargs):
+    return full(shape, 1, dtype=dtype, chunks=chunks)
+
+
+def empty(shape, dtype=float, chunks="auto", **kwargs):
+    """Like zeros (chunks are made filled)."""
+    return full(shape, 0, dtype=dtype, chunks=chunks)
+
+
+def _like(maker, a, dtype, chunks, shape, *args):
+    a = a if hasattr(a, "shape") else np.asarray(a)
+    shape = a.shape if shape is None else _shape(shape)
+    if chunks is None:
+        chunks = a.chunks if is_array(a) and shape == a.shape else "auto"
+    return maker(shape, *args, dtype=dtype if dtype is not None else a.dtype, chunks=chunks)
+
+
+def zeros_like(a, dtype=None, chunks=None, shape=None, **kwargs):
+    return _like(lambda s, dtype, chunks: zeros(s, dtype, chunks), a, dtype, chunks, shape)
+
+
+def ones_like(a, dtype=None, chunks=None, shape=None, **kwargs):
+    return _like(lambda s, dtype, chunks: ones(s, dtype, chunks), a, dtype, chunks, shape)
+
+
+def empty_like(a, dtype=None, chunks=None, shape=None, **kwargs):
+    return _like(lambda s, dtype, chunks: empty(s, dtype, chunks), a, dtype, chunks, shape)
+
+
+def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
+    return _like(lambda s, dtype, chunks: full(s, fill_value, dtype, chunks), a, dtype, chunks, shape)
+
+
+def _blocks(kind, shape, chunks, dtype, params):
+    dtype = check_dtype(dtype)
+    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params))
+
+
+def arange(start=0, stop=None, step=1, *, chunks="auto", dtype=None, **kwargs):
+    """``arange(stop)`` or ``arange(start, stop, step)``; blocks are made on their site."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ZeroDivisionError("arange: step must not be zero")
+    n = max(0, math.ceil((stop - start) / step))
+    dtype = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
+    return _blocks("arange", (n,), chunks, dtype, (start, step))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, chunks="auto", dtype=None, **kwargs):
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else np.nan
+    dtype = np.result_type(start, stop, float) if dtype is None else dtype
+    out = _blocks("linspace", (num,), chunks, dtype, (start, stop, 0 if div <= 0 else step, num, endpoint))
+    return (out, step) if retstep else out
+
+
+def eye(N, chunks="auto", M=None, k=0, dtype=float):
+    M = N if M is None else M
+    return _blocks("eye", (int(N), int(M)), chunks, dtype, (int(k),))
+
+
+__all__ = ["from_array", "from_dask", "asarray", "array", "full", "zeros", "ones", "empty",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye"]

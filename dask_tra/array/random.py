@@ -2,24 +2,33 @@
 
 Chunk ``key`` is drawn from ``numpy.random.default_rng((seed, *key))``: the values depend on
 the seed and the chunking only, not on where or in what order chunks are made.
+``default_rng(seed)`` and ``RandomState(seed)`` give dask.array-style generator objects whose
+successive calls draw from distinct, reproducible seeds.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..dask.sources import RandomSource
-from .creation import _auto, _wrap
+from .creation import _auto, _shape, _wrap
+from .relations import check_dtype
 
 
 def _make(method, shape, chunks, seed, dtype=np.float64, **params):
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    if shape is None:
+        shape = ()
+    shape = _shape(shape)
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
+    dtype = check_dtype(dtype)
     return _wrap(RandomSource(method, shape, _auto(chunks, shape, dtype), seed, dtype, **params))
 
 
 def random(size, chunks="auto", seed=None, dtype=np.float64):
     return _make("random", size, chunks, seed, dtype)
+
+
+random_sample = random
 
 
 def uniform(low=0.0, high=1.0, size=None, chunks="auto", seed=None, dtype=np.float64):
@@ -32,3 +41,55 @@ def standard_normal(size, chunks="auto", seed=None, dtype=np.float64):
 
 def normal(loc=0.0, scale=1.0, size=None, chunks="auto", seed=None, dtype=np.float64):
     return _make("normal", size, chunks, seed, dtype, loc=loc, scale=scale)
+
+
+def randint(low, high=None, size=None, chunks="auto", seed=None, dtype=np.int64):
+    """Integers in [low, high) (or [0, low) when ``high`` is None)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"low >= high ({low} >= {high})")
+    return _make("integers", size, chunks, seed, dtype, low=low, high=high)
+
+
+class Generator:
+    """``dask.array.random.default_rng(seed)``: each call draws from the next derived seed."""
+
+    def __init__(self, seed=None):
+        self._seeds = np.random.default_rng(seed)
+
+    def _seed(self):
+        return int(self._seeds.integers(2**31))
+
+    def random(self, size=None, dtype=np.float64, chunks="auto", **kw):
+        return random(size, chunks, self._seed(), dtype)
+
+    def uniform(self, low=0.0, high=1.0, size=None, chunks="auto", **kw):
+        return uniform(low, high, size, chunks, self._seed())
+
+    def normal(self, loc=0.0, scale=1.0, size=None, chunks="auto", **kw):
+        return normal(loc, scale, size, chunks, self._seed())
+
+    def standard_normal(self, size=None, dtype=np.float64, chunks="auto", **kw):
+        return standard_normal(size, chunks, self._seed(), dtype)
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, chunks="auto", **kw):
+        return randint(low, high, size, chunks, self._seed(), dtype)
+
+
+class RandomState(Generator):
+    """``dask.array.random.RandomState(seed)`` (legacy method names)."""
+
+    def random_sample(self, size=None, chunks="auto", **kw):
+        return self.random(size, chunks=chunks)
+
+    def randint(self, low, high=None, size=None, chunks="auto", dtype=np.int64, **kw):
+        return self.integers(low, high, size, dtype, chunks)
+
+
+def default_rng(seed=None):
+    return Generator(seed)
+
+
+__all__ = ["random", "random_sample", "uniform", "standard_normal", "normal", "randint",
+           "default_rng", "Generator", "RandomState"]

@@ -1,0 +1,91 @@
+"""NumPy's protocols: ``__array_ufunc__`` and ``__array_function__`` route NumPy calls on
+RelArrays to this namespace, so ``np.exp(x)`` or ``np.tensordot(x, y)`` build TRA
+expressions instead of computing."""
+from __future__ import annotations
+
+import numpy as np
+
+# NumPy functions that only read dtypes: answered from metadata
+DTYPE_ONLY = {np.result_type, np.can_cast, np.min_scalar_type}
+REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                 "logical_or": "any", "logical_and": "all", "fmax": "nanmax", "fmin": "nanmin"}
+ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def _namespace():
+    import dask_tra.array as da
+    return da
+
+
+def _known(v) -> bool:
+    from .relations import is_array, is_scalar
+    return is_array(v) or isinstance(v, (np.ndarray, list, tuple)) or is_scalar(v) or v is None
+
+
+def array_ufunc(ufunc, method, *inputs, **kwargs):
+    da = _namespace()
+    if not all(_known(v) for v in inputs):
+        return NotImplemented
+    if kwargs.get("out") is not None:
+        raise TypeError(f"{ufunc.__name__}: out= is not supported by dask_tra arrays (they are immutable)")
+    kwargs.pop("out", None)
+    if method == "__call__":
+        if ufunc is np.matmul:
+            return da.matmul(*inputs, **kwargs)
+        if ufunc.__name__ == "vecdot":
+            return da.vecdot(*inputs, **kwargs)
+        if ufunc.signature is not None:
+            return NotImplemented
+        return da.apply_ufunc(ufunc, *inputs, **kwargs)
+    if method == "reduce" and ufunc.__name__ in REDUCE_UFUNCS:
+        kwargs.setdefault("axis", 0)
+        return getattr(da, REDUCE_UFUNCS[ufunc.__name__])(*inputs, **kwargs)
+    if method == "accumulate" and ufunc.__name__ in ACCUMULATE_UFUNCS:
+        kwargs.setdefault("axis", 0)
+        return getattr(da, ACCUMULATE_UFUNCS[ufunc.__name__])(*inputs, **kwargs)
+    if method == "outer" and len(inputs) == 2:
+        a, b = (da.asarray(v) for v in inputs)
+        return da.apply_ufunc(ufunc, da.reshape(a, a.shape + (1,) * b.ndim), b, **kwargs)
+    return NotImplemented
+
+
+def array_function(func, types, args, kwargs):
+    from ..core import RelArray
+    if func in DTYPE_ONLY:
+        swap = [a.dtype if isinstance(a, RelArray) else a for a in args]
+        return func(*swap, **kwargs)
+    if not all(issubclass(t, (RelArray, np.ndarray)) for t in types):
+        return NotImplemented
+    impl = HANDLED.get(func)
+    if impl is None and getattr(np, func.__name__, None) is func:
+        impl = getattr(_namespace(), func.__name__, None)
+    if impl is None or not callable(impl):
+        return NotImplemented
+    return impl(*args, **kwargs)
+
+
+def _shape(a):
+    return a.shape
+
+
+def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    da = _namespace()
+    return bool(da.all(da.isclose(a, b, rtol, atol, equal_nan)).compute())
+
+
+def _array_equal(a1, a2, equal_nan=False):
+    da = _namespace()
+    a1, a2 = da.asarray(a1), da.asarray(a2)
+    if a1.shape != a2.shape:
+        return False
+    eq = da.equal(a1, a2) if not equal_nan else da.logical_or(da.equal(a1, a2),
+                                                             da.logical_and(da.isnan(a1), da.isnan(a2)))
+    return bool(da.all(eq).compute())
+
+
+HANDLED = {np.shape: _shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: (
+    a.size if axis is None else a.shape[axis]), np.allclose: _allclose, np.array_equal: _array_equal,
+    np.amax: lambda *a, **k: _namespace().max(*a, **k), np.amin: lambda *a, **k: _namespace().min(*a, **k)}
+
+
+__all__ = ["array_ufunc", "array_function", "HANDLED"]

@@ -1,0 +1,233 @@
+"""Elementwise operations with NumPy broadcasting.
+
+One array operand: ``Transform(f)``. Two: ``Join`` on the key dims both keep, with an
+``Elementwise`` kernel. A dim of extent 1 broadcast against a longer one is ReKeyed away
+(its key is always 0) and the chunk kernel broadcasts it. Key dims both operands keep must
+be chunked alike: the smaller operand is rechunked to the larger one's chunks first.
+Three or more (``where``, ``clip`` with array bounds): each Join but the last packs its
+operands into a stacked chunk (leading axis, common dtype); the last unpacks and applies f.
+Scalars are baked into the kernel. The output dtype is NumPy's, found by applying f to
+empty arrays at call time (so NumPy's TypeErrors surface at call time too).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tra import Join, Transform
+from ..tra import kernels as K
+from .kernels import Fn, broadcast_axes
+from .rechunk import rechunk_axes
+from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, wrap
+
+_FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum,
+          np.minimum: K.minimum}
+
+
+def _baked(x) -> bool:
+    return x is None or is_scalar(x)
+
+
+def _label(v):
+    if v is None:
+        return "None"
+    return repr(v.item() if isinstance(v, (np.generic, np.ndarray)) else v)
+
+
+def result_dtype(fn, args):
+    """NumPy's output dtype of ``fn`` on these operands (raises NumPy's errors)."""
+    probe = [v if _baked(v) else np.zeros((0,), v.dtype) for v in args]
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*probe)).dtype
+
+
+def _operands(args, out_shape):
+    """RelArrays for the array arguments; NumPy ones chunked to match the RelArray ones."""
+    from .creation import from_array
+    n = len(out_shape)
+    known = {}
+    for a in args:
+        if is_array(a):
+            for d, c in enumerate(a.chunks):
+                known.setdefault((n - a.ndim + d, sum(c)), c)
+    out = []
+    for a in args:
+        if _baked(a) or is_array(a):
+            out.append(a)
+            continue
+        a = a if hasattr(a, "dask") else np.asarray(a)
+        if hasattr(a, "dask"):
+            from .creation import from_dask
+            out.append(from_dask(a))
+            continue
+        chunks = tuple(known.get((n - a.ndim + d, s), s) for d, s in enumerate(a.shape))
+        out.append(from_array(a, chunks=chunks))
+    return out
+
+
+def elementwise(name, fn, *args, dtype=None, facts=None):
+    """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting)."""
+    args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") else np.asarray(a) for a in args]
+    shapes = [np.shape(a) if not is_array(a) else a.shape for a in args if not _baked(a)]
+    out_shape = np.broadcast_shapes(*shapes)
+    out_dtype = check_dtype(dtype if dtype is not None else result_dtype(fn, args))
+    args = _operands(args, out_shape)
+    arrays = [i for i, a in enumerate(args) if not _baked(a)]
+    if any(_baked(a) for a in args):
+        name = f"{name}[{','.join('·' if i in arrays else _label(a) for i, a in enumerate(args))}]"
+        facts = None
+
+    def apply(*chunks):
+        vals = list(args)
+        for i, c in zip(arrays, chunks):
+            vals[i] = c
+        return fn(*vals)
+    parts, extra = _aligned([args[i] for i in arrays], out_shape)
+    if len(parts) == 1:
+        (expr, dims), = parts
+        kernel = Fn(name, apply, 1, dtype=out_dtype)
+        return wrap(Transform(expr, kernel), *[args[i] for i in arrays], extra=extra)
+    dtypes = [args[i].dtype for i in arrays]
+    expr, dims = parts[0]
+    for step, (rexpr, rdims) in enumerate(parts[1:], start=2):
+        common = [o for o in dims if o in rdims]
+        last = step == len(parts)
+        if last and len(parts) == 2:
+            kernel = facts or K.Elementwise(name, lambda xp, a, b: apply(a, b), 2, dtype=out_dtype)
+        elif last:
+            kernel = _unpack(name, apply, dtypes, out_dtype)
+        else:
+            kernel = _pack(step, np.result_type(*dtypes))
+        expr = Join(expr, rexpr, [dims.index(o) for o in common], [rdims.index(o) for o in common], kernel)
+        dims = dims + [o for o in rdims if o not in dims]
+    expr = rekey(expr, [dims.index(o) for o in range(len(out_shape))])
+    return wrap(expr, *[args[i] for i in arrays], extra=extra)
+
+
+def _aligned(arrays, out_shape):
+    """Per operand: (expression with broadcast dims ReKeyed away, output dim of each key dim),
+    and the sources rechunking added; dims kept by several operands take the chunks of the
+    largest of them."""
+    n = len(out_shape)
+    target = {}
+    for a in sorted(arrays, key=nbytes, reverse=True):
+        for d in range(a.ndim):
+            if a.shape[d] == out_shape[n - a.ndim + d]:
+                target.setdefault(n - a.ndim + d, a.chunks[d])
+    parts, extra = [], {}
+    for a in arrays:
+        off = n - a.ndim
+        kept = [d for d in range(a.ndim) if a.shape[d] == out_shape[off + d]]
+        r = rechunk_axes(a, {d: target[off + d] for d in kept})
+        parts.append((rekey(r.expr, kept), [off + d for d in kept]))
+        extra.update(r.sources)
+    return parts, extra
+
+
+def _pack(count, dtype):
+    """Join kernel stacking operands (the left one maybe already packed) on a leading axis."""
+    def fn(a, b):
+        a = a if count > 2 else a[None]
+        b = np.broadcast_to(b, np.broadcast_shapes(a.shape[1:], b.shape))
+        a = np.broadcast_to(a, (a.shape[0],) + b.shape)
+        return np.concatenate([a.astype(dtype), b[None].astype(dtype)])
+
+    def axes(f, a, b):
+        from ..tra.relation import ChunkAxis
+        return (ChunkAxis.const(count),) + broadcast_axes(f, a[1:] if count > 2 else a, b)
+    return Fn(f"pack{count}", fn, 2, axes=axes, dtype=dtype)
+
+
+def _unpack(name, apply, dtypes, out_dtype):
+    def fn(packed, last):
+        parts = [packed[i].astype(dt) for i, dt in enumerate(dtypes[:-1])]
+        return np.asarray(apply(*parts, last))
+    return Fn(name, fn, 2, axes=lambda f, a, b: broadcast_axes(f, a[1:], b), dtype=out_dtype)
+
+
+# ---------------------------------------------------------------- NumPy ufuncs
+
+def apply_ufunc(ufunc, *args, out=None, **kwargs):
+    """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``)."""
+    if out is not None:
+        raise TypeError(f"{ufunc.__name__}: out= is not supported by dask_tra arrays (they are immutable)")
+    if kwargs.get("where", True) is not True:
+        raise TypeError(f"{ufunc.__name__}: where= is not supported; use dask_tra.array.where")
+    kwargs.pop("where", None)
+    name = ufunc.__name__ + (f"[{kwargs}]" if kwargs else "")
+    if ufunc.nout > 1:
+        return tuple(elementwise(f"{name}.{i}", lambda *v, i=i: ufunc(*v, **kwargs)[i], *args)
+                     for i in range(ufunc.nout))
+    facts = _FACTS.get(ufunc) if not kwargs else None
+    return elementwise(name, lambda *v: ufunc(*v, **kwargs), *args, facts=facts)
+
+
+def _ufunc(u):
+    def f(*args, **kwargs):
+        return apply_ufunc(u, *args, **kwargs)
+    f.__name__ = f.__qualname__ = u.__name__
+    f.__doc__ = f"numpy.{u.__name__} over RelArrays (elementwise, broadcasting)."
+    return f
+
+
+UFUNCS = """add subtract multiply divide true_divide floor_divide power float_power mod remainder fmod
+divmod negative positive absolute fabs rint sign heaviside conj conjugate exp exp2 log log2 log10
+expm1 log1p sqrt square cbrt reciprocal sin cos tan arcsin arccos arctan arctan2 hypot sinh cosh
+tanh arcsinh arccosh arctanh deg2rad rad2deg degrees radians greater greater_equal less less_equal
+not_equal equal logical_and logical_or logical_xor logical_not maximum minimum fmax fmin isfinite
+isinf isnan signbit copysign nextafter spacing modf ldexp frexp floor ceil trunc logaddexp
+logaddexp2 bitwise_and bitwise_or bitwise_xor invert bitwise_not left_shift right_shift gcd
+lcm""".split()
+globals().update({n: _ufunc(getattr(np, n)) for n in UFUNCS})
+abs = globals()["absolute"]  # noqa: A001
+
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; "
+                                  "pass x and y")
+    return elementwise("where", np.where, condition, x, y)
+
+
+def clip(a, a_min=None, a_max=None, **kwargs):
+    a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
+    return elementwise("clip", lambda v, lo, hi: np.clip(v, lo, hi), a, a_min, a_max)
+
+
+def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
+    dtype = check_dtype(dtype)
+    if not np.can_cast(x.dtype, dtype, casting=casting):
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according to the rule {casting!r}")
+    if x.dtype == dtype:  # RelArrays are immutable: no copy needed
+        return x
+    return elementwise(f"astype[{dtype}]", lambda v: v.astype(dtype), x, dtype=dtype)
+
+
+def around(x, decimals=0):
+    return elementwise(f"round[{decimals}]", lambda v: np.round(v, decimals), x)
+
+
+round = around  # noqa: A001
+
+
+def real(x):
+    return elementwise("real", np.real, x)
+
+
+def imag(x):
+    return elementwise("imag", np.imag, x)
+
+
+def angle(x, deg=False):
+    return elementwise("angle", lambda v: np.angle(v, deg=deg), x)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return elementwise("isclose", lambda u, v: np.isclose(u, v, rtol, atol, equal_nan), a, b)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    return elementwise("nanToNum", lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), x)
+
+
+__all__ = UFUNCS + ["abs", "where", "clip", "astype", "around", "round", "real", "imag", "angle",
+                    "isclose", "nan_to_num", "apply_ufunc"]

@@ -1,0 +1,118 @@
+"""Chunk kernels the array frontend adds to the TRA's own (``dask_tra.tra.kernels``).
+
+Each declares its output chunk axes from its input axes, so every operator built with it
+knows its chunk shapes from metadata. Kernels never see keys: anything that depends on
+where a chunk sits (offsets, slices) reaches them as data, through a join with a small
+parameter relation (see ``relations.param_relation``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tra.kernels import Einsum, Kernel, _broadcast_axes
+from ..tra.relation import ChunkAxis
+
+
+class Fn(Kernel):
+    """A chunk function with declared facts: ``axes(frontier, *in_axes)`` gives the output
+    chunk axes (default: those of input 0), ``dtype`` the output dtype."""
+
+    def __init__(self, name, fn, arity=1, axes=None, dtype=None, associative=False,
+                 commutative=False, distributes_over=()):
+        self.name, self.fn, self.arity = name, fn, arity
+        self._axes, self._dtype = axes, None if dtype is None else np.dtype(dtype)
+        self.associative, self.commutative = associative, commutative
+        self.distributes_over = frozenset(distributes_over)
+
+    def __call__(self, *chunks):
+        return self.fn(*chunks)
+
+    def out_axes(self, frontier, *in_axes):
+        return tuple(self._axes(frontier, *in_axes)) if self._axes else tuple(in_axes[0])
+
+    def out_dtype(self, *dtypes):
+        return self._dtype if self._dtype is not None else np.result_type(*dtypes)
+
+
+class Permute(Kernel):
+    """Transpose a chunk: output axis j is input axis ``perm[j]``."""
+
+    def __init__(self, perm):
+        self.perm = tuple(int(p) for p in perm)
+        self.name = f"transpose{list(self.perm)}"
+
+    def __call__(self, chunk):
+        return np.transpose(chunk, self.perm)
+
+    def out_axes(self, frontier, axes):
+        return tuple(axes[p] for p in self.perm)
+
+    def out_dtype(self, dtype):
+        return np.dtype(dtype)
+
+
+class Reshape(Kernel):
+    """Reshape a chunk. ``spec[j]`` is ``n`` (output axis j has constant extent n) or
+    ``(p, num, den)`` (extent = input axis p's extent * num / den)."""
+
+    def __init__(self, spec):
+        self.spec = tuple(s if isinstance(s, tuple) else int(s) for s in spec)
+        self.name = "reshape"
+
+    def _extent(self, s, shape):
+        return s if isinstance(s, int) else shape[s[0]] * s[1] // s[2]
+
+    def __call__(self, chunk):
+        return np.reshape(chunk, tuple(self._extent(s, chunk.shape) for s in self.spec))
+
+    def out_axes(self, frontier, axes):
+        return tuple(ChunkAxis.const(s) if isinstance(s, int) else
+                     ChunkAxis(axes[s[0]].key_dims, axes[s[0]].sizes * s[1] // s[2]) for s in self.spec)
+
+    def out_dtype(self, dtype):
+        return np.dtype(dtype)
+
+
+class ReduceChunk(Kernel):
+    """Reduce a chunk along ``axes`` with a NumPy reduction, keeping the reduced axes (extent 1)."""
+
+    def __init__(self, op, axes, dtype):
+        self.op, self.axes, self.dtype = op, tuple(sorted(axes)), np.dtype(dtype)
+        self.name = f"{op}{list(self.axes)}"
+
+    def __call__(self, chunk):
+        kw = {"dtype": self.dtype} if self.op in ("sum", "prod", "nansum", "nanprod") else {}
+        out = getattr(np, self.op)(chunk, axis=self.axes, keepdims=True, **kw)
+        return np.asarray(out).astype(self.dtype, copy=False)
+
+    def out_axes(self, frontier, axes):
+        return tuple(ChunkAxis.const(1) if i in self.axes else ax for i, ax in enumerate(axes))
+
+    def out_dtype(self, dtype):
+        return self.dtype
+
+
+def broadcast_axes(frontier, *axes_list):
+    """NumPy broadcasting of chunk axes (right-aligned; extent-1 axes stretch)."""
+    return _broadcast_axes(frontier, axes_list, "broadcast")
+
+
+def along(axes, axis, new_axis):
+    """``axes`` with chunk axis ``axis`` replaced."""
+    return tuple(axes[:axis]) + (new_axis,) + tuple(axes[axis + 1:])
+
+
+
+
+class ExtendedEinsum(Einsum):
+    """EinDecomp's extended einsum (custom combine/aggregate) with a declared output dtype."""
+
+    def __init__(self, subscripts, combine, aggregate, dtype):
+        super().__init__(subscripts, combine=combine, aggregate=aggregate)
+        self._dtype = np.dtype(dtype)
+
+    def out_dtype(self, *dtypes):
+        return self._dtype
+
+
+__all__ = ["Fn", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "broadcast_axes", "along"]

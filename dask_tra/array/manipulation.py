@@ -1,0 +1,123 @@
+"""Manipulation: flip, roll, repeat, tile (gathers, ``rechunk.take``), broadcast_to (a Join
+with a template relation of the target shape), tril/triu (a Join with a relation of per-block
+diagonal offsets), diff (slices and a subtraction)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tra import Join
+from .elementwise import elementwise, subtract
+from .kernels import Fn
+from .rechunk import run_chunks, take
+from .relations import BlockSource, asarray, axes_of, axis_of, grid, offsets, param_relation, wrap
+from .stacking import concatenate
+from .structure import ravel, reshape
+
+
+def flip(m, axis=None):
+    m = asarray(m)
+    for d in axes_of(axis, m.ndim):
+        m = take(m, d, np.arange(m.shape[d])[::-1])
+    return m
+
+
+def roll(a, shift, axis=None):
+    a = asarray(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    shifts = (shift,) if np.ndim(shift) == 0 else tuple(shift)
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    shifts, axes = np.broadcast_arrays(shifts, axes)
+    for s, d in zip(shifts.ravel(), axes.ravel()):
+        d = axis_of(int(d), a.ndim)
+        n = a.shape[d]
+        if n:
+            a = take(a, d, (np.arange(n) - int(s)) % n, a.chunks[d])
+    return a
+
+
+def repeat(a, repeats, axis=None):
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = axis_of(axis, a.ndim)
+    return take(a, axis, np.repeat(np.arange(a.shape[axis]), repeats))
+
+
+def tile(A, reps):
+    A = asarray(A)
+    reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
+    if len(reps) > A.ndim:
+        A = reshape(A, (1,) * (len(reps) - A.ndim) + A.shape)
+    reps = (1,) * (A.ndim - len(reps)) + reps
+    for d, r in enumerate(reps):
+        if r != 1:
+            src = np.tile(np.arange(A.shape[d]), r)
+            A = take(A, d, src, run_chunks(src, A.chunks[d], max(max(A.chunks[d]), 1)))
+    return A
+
+
+def broadcast_to(x, shape, chunks=None):
+    x = asarray(x)
+    shape = tuple(int(s) for s in shape)
+    if len(shape) < x.ndim or np.broadcast_shapes(x.shape, shape) != shape:
+        raise ValueError(f"cannot broadcast shape {x.shape} to shape {shape}")
+    if shape == x.shape:
+        return x
+    off = len(shape) - x.ndim
+    if chunks is None:
+        chunks = tuple((s,) if d < off or x.shape[d - off] != s else x.chunks[d - off]
+                       for d, s in enumerate(shape))
+    from .creation import _auto
+    src = BlockSource("template", shape, _auto(chunks, shape, np.bool_), np.bool_)
+    from ..core import RelArray
+    template = RelArray(src.input, {src.input.name: src})
+    return elementwise("broadcastTo", lambda v, t: np.array(np.broadcast_to(v, t.shape)), x, template,
+                       dtype=x.dtype)
+
+
+def broadcast_arrays(*args):
+    arrays = [asarray(a) for a in args]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def _triangle(which):
+    def tri(m, k=0):
+        m = asarray(m)
+        if m.ndim < 2:
+            raise ValueError(f"{which} needs at least 2 dimensions, got {m.ndim}")
+        n = m.ndim
+        ro, co = offsets(m.chunks[-2]), offsets(m.chunks[-1])
+        P = param_relation({(i, j): [k + ro[i] - co[j]] for i, j in grid(m.numblocks[-2:])},
+                           m.numblocks[-2:], what="diagonals")
+        kernel = Fn(which, lambda c, p: getattr(np, which)(c, int(p[0])), 2, dtype=m.dtype)
+        return wrap(Join(m.expr, P.expr, (n - 2, n - 1), (0, 1), kernel), m, extra=P.sources)
+    tri.__name__ = which
+    return tri
+
+
+tril = _triangle("tril")
+triu = _triangle("triu")
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    a = asarray(a)
+    axis = axis_of(axis, a.ndim)
+    ends = []
+    for v in (prepend, append):
+        if v is not None:
+            v = asarray(v)
+            if v.ndim == 0:
+                v = broadcast_to(v, a.shape[:axis] + (1,) + a.shape[axis + 1:])
+        ends.append(v)
+    if ends[0] is not None or ends[1] is not None:
+        a = concatenate([v for v in (ends[0], a, ends[1]) if v is not None], axis=axis)
+    for _ in range(n):
+        hi = a[(slice(None),) * axis + (slice(1, None),)]
+        lo = a[(slice(None),) * axis + (slice(None, -1),)]
+        a = subtract(hi, lo) if a.dtype != np.bool_ else elementwise("notEqual", np.not_equal, hi, lo)
+    return a
+
+
+__all__ = ["flip", "roll", "repeat", "tile", "broadcast_to", "broadcast_arrays", "tril", "triu", "diff"]

@@ -1,0 +1,239 @@
+"""Gather along one axis: rechunk, slicing, integer and boolean indexing, flip, roll, repeat.
+
+``gather(x, axis, src, out_chunks)`` makes the array whose position t along ``axis`` is
+position ``src[t]`` of ``x``, chunked ``out_chunks``. Kernels never see keys, so what each
+block contributes is data: a *piece relation* P, keyed (old block, piece number), whose
+chunks list a piece's positions inside its old block. The lowering:
+
+    Filter(old blocks used) -> ReKey(renumber)          only when some blocks are unused
+    Join([axis],[0], take)(X, P)                        cut every old block into its pieces
+    Filter(spare empty pieces)                          only when there are spares
+    ReKey((old, piece) -> (new block, position))        place the pieces
+    Concat(position, axis)                              only when a new block has >1 piece
+
+Two shortcuts need no piece relation: new blocks made of whole old blocks (slices on block
+boundaries, merging rechunks: Filter, ReKey, Concat) and old blocks cut into equal tiles
+(splitting rechunks: Tile, ReKey).
+
+Every old block gets the same number of pieces (padding with empty ones) and every new
+block the same number of positions (filling with the empty ones), so every relation on the
+way is dense: Join and Concat need that.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tra import Concat, Filter, Join, ReKey, Tile
+from ..tra.keyfuncs import KeyMap, KeyPred
+from ..tra.relation import ChunkAxis
+from .kernels import Fn, along
+from .relations import Rel, grid, offsets, param_relation, rel_of
+
+
+def _block_of(bounds, positions):
+    """Index of the (non-empty) block holding each position."""
+    return np.searchsorted(bounds, positions, side="right") - 1
+
+
+def _encode(local):
+    """A piece's positions: ``[start, step, length, -1]`` for a progression, else the list."""
+    local = np.asarray(local, dtype=np.int64)
+    if len(local) == 1:
+        return np.array([local[0], 1, 1, -1])
+    if len(local) > 1:
+        steps = np.diff(local)
+        if (steps == steps[0]).all() and steps[0] != 0:
+            return np.array([local[0], steps[0], len(local), -1])
+    return local
+
+
+def _take(axis):
+    def take(chunk, p):
+        if p.shape[0] == 4 and p[3] == -1:
+            start, step, n = int(p[0]), int(p[1]), int(p[2])
+            stop = start + step * (n - 1) + (1 if step > 0 else -1)
+            index = [slice(None)] * chunk.ndim
+            index[axis] = slice(start, stop if stop >= 0 else None, step)
+            return chunk[tuple(index)]
+        return np.take(chunk, p, axis=axis)
+    return take
+
+
+def gather(x, axis: int, src, out_chunks) -> Rel:
+    """Position t of the result along ``axis`` is position ``src[t]`` of ``x`` (see module doc)."""
+    t = x.expr.type
+    in_chunks = t.array_chunks()[axis]
+    src = np.asarray(src, dtype=np.int64)
+    out_chunks = tuple(int(c) for c in out_chunks)
+    if out_chunks == in_chunks and np.array_equal(src, np.arange(sum(in_chunks))):
+        return Rel(x.expr, x.sources)
+    old = _block_of(offsets(in_chunks), src)
+    local = src - offsets(in_chunks)[old]
+    new = _block_of(offsets(out_chunks), np.arange(len(src)))
+    pieces = []  # (old block, new block, local positions), in output order
+    cuts = np.flatnonzero((np.diff(old) != 0) | (np.diff(new) != 0)) + 1
+    for run in np.split(np.arange(len(src)), cuts) if len(src) else []:
+        pieces.append((int(old[run[0]]), int(new[run[0]]), local[run]))
+    covered = {j for _, j, _ in pieces}
+    first = pieces[0][0] if pieces else 0
+    pieces += [(first, j, local[:0]) for j in range(len(out_chunks)) if j not in covered]
+    fast = _whole_blocks(x, axis, pieces, in_chunks) or _tiles(x, axis, pieces, in_chunks)
+    if fast is not None:
+        return Rel(fast, x.sources)
+    used = sorted({i for i, _, _ in pieces})
+    expr, n = x.expr, t.key_arity
+    if len(used) < len(in_chunks):  # drop unused blocks, renumber the rest
+        rank = {i: r for r, i in enumerate(used)}
+        expr = Filter(expr, KeyPred(lambda k: k[axis] in rank, f"inBlocks{used}", frozenset({axis})))
+        expr = _rekey_axis(expr, axis, lambda k: rank[k[axis]], f"renumber[{axis}]")
+    by_old = {i: [] for i in range(len(used))}
+    by_new = {j: [] for j in range(len(out_chunks))}
+    for i, j, loc in pieces:
+        ci = used.index(i)
+        by_new[j].append((ci, len(by_old[ci])))
+        by_old[ci].append(loc)
+    p, m = len(used), len(out_chunks)
+    r = max(len(v) for v in by_new.values())
+    q = max(max(len(v) for v in by_old.values()), math.ceil(m * r / p))
+    chunks, sizes = {}, np.zeros((p, q), dtype=np.int64)
+    for ci, k in grid((p, q)):
+        loc = by_old[ci][k] if k < len(by_old[ci]) else local[:0]
+        chunks[(ci, k)], sizes[ci, k] = _encode(loc), len(loc)
+    P = param_relation(chunks, (p, q), what="pieces")
+    take = Fn(f"take[{axis}]", _take(axis), 2, dtype=t.dtype,
+              axes=lambda f, xa, pa: along(xa, axis, ChunkAxis((axis, n), sizes)))
+    expr = Join(expr, P.expr, (axis,), (0,), take)
+    place = {}  # (old, piece) -> (new block, position)
+    for j, members in by_new.items():
+        for w, ik in enumerate(members):
+            place[ik] = (j, w)
+    spare = iter(ik for ik in grid((p, q)) if ik not in place)
+    for j, members in by_new.items():
+        for w in range(len(members), r):
+            place[next(spare)] = (j, w)
+    if len(place) < p * q:
+        expr = Filter(expr, KeyPred(lambda k: (k[axis], k[n]) in place, "placedPieces",
+                                    frozenset({axis, n})))
+
+    def to_new(k):
+        j, w = place[(k[axis], k[n])]
+        return k[:axis] + (j,) + k[axis + 1:n] + ((w,) if r > 1 else ())
+    expr = _rekey_fn(expr, to_new, f"placePieces[{axis}]")
+    if r > 1:
+        expr = Concat(expr, n, axis)
+    return Rel(expr, rel_of(x, P))
+
+
+def _whole(loc, size):
+    return len(loc) == size and (size == 0 or (loc[0] == 0 and (np.diff(loc) == 1).all()))
+
+
+def _whole_blocks(x, axis, pieces, in_chunks):
+    """Each new block is the same number of whole old blocks, each used once:
+    Filter(blocks used) -> ReKey(old -> (new, position)) -> Concat(position) if several."""
+    olds = [i for i, _, _ in pieces]
+    counts = np.bincount([j for _, j, _ in pieces])
+    if len(set(olds)) < len(olds) or not all(_whole(loc, in_chunks[i]) for i, _, loc in pieces) or (
+            counts != counts[0]).any():
+        return None
+    place, seen = {}, {}
+    for i, j, _ in pieces:
+        place[i] = (j, seen.get(j, 0))
+        seen[j] = seen.get(j, 0) + 1
+    expr, n, r = x.expr, x.expr.type.key_arity, int(counts[0])
+    if len(place) < len(in_chunks):
+        expr = Filter(expr, KeyPred(lambda k: k[axis] in place, f"inBlocks{sorted(place)}", frozenset({axis})))
+    expr = _rekey_fn(expr, lambda k: k[:axis] + (place[k[axis]][0],) + k[axis + 1:] + (
+        (place[k[axis]][1],) if r > 1 else ()), f"placeBlocks[{axis}]")
+    return Concat(expr, n, axis) if r > 1 else expr
+
+
+def _tiles(x, axis, pieces, in_chunks):
+    """Each old block cut in order into equal tiles (the same count for all), one tile per new
+    block: Tile(axis, size) -> ReKey((old, tile) -> new)."""
+    by_old = {}
+    for i, j, loc in pieces:
+        by_old.setdefault(i, []).append((j, loc))
+    size = max(len(loc) for _, _, loc in pieces)
+    q = len(by_old.get(0, ()))
+    if size == 0 or len(by_old) < len(in_chunks) or np.bincount([j for _, j, _ in pieces]).max() > 1:
+        return None
+    for i, c in enumerate(in_chunks):
+        if len(by_old[i]) != q or -(-c // size) != q or not _whole(
+                np.concatenate([loc for _, loc in by_old[i]]), c) or any(
+                len(loc) != min(size, c - k * size) for k, (_, loc) in enumerate(by_old[i])):
+            return None
+    new = {(i, k): j for i, ps in by_old.items() for k, (j, _) in enumerate(ps)}
+    n = x.expr.type.key_arity
+    return _rekey_fn(Tile(x.expr, axis, size), lambda k: k[:axis] + (new[(k[axis], k[n])],) + k[axis + 1:n],
+                     f"placeTiles[{axis}]")
+
+
+def _rekey_axis(expr, axis, fn, name):
+    return ReKey(expr, KeyMap(lambda k: k[:axis] + (fn(k),) + k[axis + 1:], name))
+
+
+def _rekey_fn(expr, fn, name):
+    return ReKey(expr, KeyMap(fn, name))
+
+
+def rechunk_axes(x, chunks: dict) -> Rel:
+    """``x`` with axis a chunked ``chunks[a]`` (a gather per axis that changes)."""
+    r = Rel(x.expr, x.sources)
+    for axis, c in sorted(chunks.items()):
+        cur = r.expr.type.array_chunks()[axis]
+        c = tuple(int(v) for v in c)
+        if c != cur:
+            r = gather(r, axis, np.arange(sum(cur)), c)
+    return r
+
+
+def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=False, method=None):
+    """dask.array.rechunk: new chunks given like dask (int, tuple, dict, 'auto', -1, None)."""
+    from dask.array.core import normalize_chunks
+    from .relations import axis_of, wrap
+    if isinstance(chunks, dict):
+        chunks = {axis_of(a, x.ndim): c for a, c in chunks.items()}
+        chunks = tuple(chunks.get(i, x.chunks[i]) for i in range(x.ndim))
+    if isinstance(chunks, (tuple, list)):
+        if len(chunks) != x.ndim:
+            raise ValueError(f"chunks {chunks!r} have {len(chunks)} entries for a {x.ndim}-d array")
+        chunks = tuple(x.chunks[i] if c is None else c for i, c in enumerate(chunks))
+    new = normalize_chunks(chunks, x.shape, limit=block_size_limit, dtype=x.dtype,
+                           previous_chunks=x.chunks)
+    if new == x.chunks:
+        return x
+    r = rechunk_axes(x, dict(enumerate(new)))
+    return wrap(r.expr, r)
+
+
+def take(x, axis, src, out_chunks=None):
+    """The RelArray gathering positions ``src`` of ``x`` along ``axis`` (chunks: ``run_chunks``)."""
+    from .relations import wrap
+    g = gather(x, axis, src, out_chunks or run_chunks(src, x.chunks[axis]))
+    return wrap(g.expr, x, extra=g.sources)
+
+
+def even_chunks(length: int, n: int) -> tuple:
+    """``length`` cut into ``n`` blocks as evenly as possible."""
+    base, extra = divmod(length, n)
+    return tuple(base + (i < extra) for i in range(n))
+
+
+def run_chunks(src, in_chunks, target=None) -> tuple:
+    """Output chunks for a gather: one block per run of positions from one old block when
+    ``src`` is monotonic (slices, masks), else blocks of the largest input block."""
+    if len(src) == 0:
+        return (0,)
+    steps = np.diff(src)
+    if target is None and ((steps >= 0).all() or (steps <= 0).all()):
+        old = _block_of(offsets(in_chunks), src)
+        cuts = np.flatnonzero(np.diff(old) != 0) + 1
+        return tuple(int(len(r)) for r in np.split(old, cuts))
+    size = target or max(max(in_chunks), 1)
+    return tuple(min(size, len(src) - s) for s in range(0, len(src), size))
+
+
+__all__ = ["rechunk"]

@@ -1,0 +1,274 @@
+"""Reductions: ``Transform`` (reduce each chunk, keeping the reduced axes with extent 1)
+then ``Aggregate`` over the other key dims with an associative, commutative kernel, then
+(maybe) a final ``Transform``; ``keepdims`` ReKeys the reduced key dims back in (extent 1),
+otherwise a Transform squeezes the reduced chunk axes.
+
+- sum/prod/min/max/any/all: chunk reduction, Aggregate with add/multiply/maximum/minimum.
+- mean: sum (in float), then divide by the element count.
+- var/std: a stacked chunk (count, mean, M2) per block, merged with Chan et al.'s parallel
+  update (associative, commutative), finished as M2 / (count - ddof).
+- argmin/argmax: a stacked chunk (value, global index). The chunk's global offsets reach the
+  kernel through a Join with an offsets relation; the merge keeps the better pair (NumPy's
+  first-occurrence and NaN rules).
+- cumsum/cumprod along an axis: per-chunk scan, plus each block's exclusive prefix of block
+  totals: a contraction of the totals with a strictly-triangular block mask
+  (Join on the block dim, Aggregate over it), joined back onto the scans.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tra import Aggregate, Join, Transform
+from ..tra import kernels as K
+from ..tra.relation import ChunkAxis
+from .elementwise import elementwise, isnan, logical_not, not_equal
+from .kernels import Fn, ReduceChunk, Reshape
+from .relations import asarray, axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
+
+fmax = K.Elementwise("fmax", lambda xp, a, b: np.fmax(a, b), 2, associative=True, commutative=True)
+fmin = K.Elementwise("fmin", lambda xp, a, b: np.fmin(a, b), 2, associative=True, commutative=True)
+
+
+def reduction(x, axis, keepdims, init, merge, final=None, start=None, extra=None):
+    """Transform(init) [or the given ``start`` expression], Aggregate(kept dims, merge),
+    Transform(final); then keepdims/squeeze. ``init`` maps the reduced axes to a kernel."""
+    axes = axes_of(axis, x.ndim)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    expr = start if start is not None else Transform(x.expr, init(axes))
+    expr = Aggregate(expr, kept, merge)
+    if final is not None:
+        expr = Transform(expr, final)
+    if keepdims:
+        expr = rekey(expr, [kept.index(d) if d in kept else None for d in range(x.ndim)])
+    elif axes:
+        expr = Transform(expr, Reshape([(d, 1, 1) for d in kept]))
+    return wrap(expr, x, extra=extra)
+
+
+def _no_out(out, kw=None):
+    if out is not None:
+        raise TypeError("out= is not supported by dask_tra arrays (they are immutable)")
+    if kw:
+        raise TypeError(f"unsupported arguments {sorted(kw)} (where=, initial= are not supported)")
+
+
+def _simple(op, merge, dtype_of):
+    def reduce(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kw):
+        _no_out(out, kw)
+        a = asarray(a)
+        dt = check_dtype(dtype_of(a.dtype, dtype))
+        if op in ("max", "min"):
+            _nonempty(a, axis, "maximum" if op == "max" else "minimum")
+        return reduction(a, axis, keepdims, lambda axes: ReduceChunk(op, axes, dt), merge)
+    reduce.__name__ = op
+    reduce.__doc__ = f"{op} over ``axis`` (None: all), like numpy.{op}."
+    return reduce
+
+
+def _sum_dtype(dt, dtype):
+    return np.sum(np.zeros(1, dt), dtype=dtype).dtype
+
+
+sum = _simple("sum", K.add, _sum_dtype)  # noqa: A001
+prod = _simple("prod", K.mul, _sum_dtype)
+max = _simple("max", K.maximum, lambda dt, dtype: dt)  # noqa: A001
+min = _simple("min", K.minimum, lambda dt, dtype: dt)  # noqa: A001
+any = _simple("any", K.maximum, lambda dt, dtype: np.bool_)  # noqa: A001
+all = _simple("all", K.minimum, lambda dt, dtype: np.bool_)  # noqa: A001
+nansum = _simple("nansum", K.add, _sum_dtype)
+nanprod = _simple("nanprod", K.mul, _sum_dtype)
+nanmax = _simple("nanmax", fmax, lambda dt, dtype: dt)
+nanmin = _simple("nanmin", fmin, lambda dt, dtype: dt)
+amax, amin = max, min
+
+
+def _nonempty(a, axis, what):
+    if a.size == 0 and math.prod(a.shape[d] for d in axes_of(axis, a.ndim)) == 0:
+        raise ValueError(f"zero-size array to reduction operation {what} which has no identity")
+
+
+def _count(a, axis):
+    return math.prod(a.shape[d] for d in axes_of(axis, a.ndim))
+
+
+def _acc_dtype(dt):
+    """Accumulation dtype of NumPy's mean/var: float64 for integers, float32 for float16."""
+    dt = np.dtype(dt)
+    return np.dtype(np.float64) if dt.kind in "biu" else (np.dtype(np.float32) if dt == np.float16 else dt)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kw):
+    _no_out(out, kw)
+    a = asarray(a)
+    acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
+    res = acc if dtype is not None or a.dtype.kind in "biu" else a.dtype
+    n = _count(a, axis)
+    final = Fn(f"divide[{n}]", lambda s: _div(s, n).astype(res), dtype=res)
+    return reduction(a, axis, keepdims, lambda axes: ReduceChunk("sum", axes, acc), K.add, final)
+
+
+def _div(s, n):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s / n
+
+
+def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
+    _no_out(out, kw)
+    return elementwise("divide", np.divide, nansum(a, axis, dtype, keepdims),
+                       sum(logical_not(isnan(a)), axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return sum(not_equal(a, 0), axis, dtype=np.intp, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------- var / std: (count, mean, M2)
+
+def _moments_init(axes, dt):
+    def fn(c):
+        n = math.prod(c.shape[a] for a in axes)
+        m = np.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
+        d = c - m
+        m2 = np.sum((d * np.conj(d)).real if dt.kind == "c" else d * d, axis=axes, keepdims=True, dtype=dt)
+        return np.stack([np.full_like(m, n), m, m2])
+
+    def axes_fn(f, ax):
+        return (ChunkAxis.const(3),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
+    return Fn(f"moments{list(axes)}", fn, axes=axes_fn, dtype=dt)
+
+
+def _moments_merge(a, b):
+    na, nb = a[0].real, b[0].real
+    n = na + nb
+    safe = np.where(n == 0, 1, n)
+    delta = b[1] - a[1]
+    m = a[1] + delta * (nb / safe)
+    m2 = a[2] + b[2] + (delta * np.conj(delta)).real * (na * nb / safe)
+    return np.stack([n.astype(a.dtype), m, m2.astype(a.dtype)])
+
+
+moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
+
+
+def var(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *,
+        correction=None, _root=False, **kw):
+    _no_out(out, kw)
+    a = asarray(a)
+    ddof = correction if correction is not None else ddof
+    acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
+    res = np.var(np.ones(2, a.dtype), dtype=dtype).dtype
+
+    def fin(s):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = (s[2].real / np.maximum(s[0].real - ddof, 0))
+        return (np.sqrt(v) if _root else v).astype(res)
+    final = Fn("std" if _root else "var", fin, axes=lambda f, ax: ax[1:], dtype=res)
+    return reduction(a, axis, keepdims, lambda axes: _moments_init(axes, acc), moments_merge, final)
+
+
+def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *,
+        correction=None, **kw):
+    return var(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
+
+
+# ---------------------------------------------------------------- argmin / argmax: (value, index)
+
+def _arg_init(op, axis, shape, dt):
+    def fn(c, off):
+        red = tuple(range(c.ndim)) if axis is None else (axis,)
+        kshape = tuple(1 if i in red else s for i, s in enumerate(c.shape))
+        if math.prod(c.shape[i] for i in red) == 0:
+            return np.stack([np.zeros(kshape, dt), np.full(kshape, -1, dt)])
+        if axis is None:
+            local = np.unravel_index(getattr(np, op)(c), c.shape)
+            val = c[local]
+            idx = np.ravel_multi_index(tuple(int(i) + int(o) for i, o in zip(local, off)), shape)
+            return np.stack([np.full(kshape, val, dt), np.full(kshape, idx, dt)])
+        local = getattr(np, op)(c, axis=axis, keepdims=True)
+        val = np.take_along_axis(c, local, axis)
+        return np.stack([val.astype(dt), (local + off[0]).astype(dt)])
+
+    def axes_fn(f, ax, _):
+        red = range(len(ax)) if axis is None else (axis,)
+        return (ChunkAxis.const(2),) + tuple(ChunkAxis.const(1) if i in red else a for i, a in enumerate(ax))
+    return Fn(f"{op}Init", fn, 2, axes=axes_fn, dtype=dt)
+
+
+def _arg_merge(op):
+    def fn(a, b):
+        va, ia, vb, ib = a[0], a[1].real, b[0], b[1].real
+        cmp = (va < vb) if op == "argmin" else (va > vb)
+        better = cmp | ((va == vb) & (ia < ib))
+        if a.dtype.kind in "fc":
+            na, nb = np.isnan(va), np.isnan(vb)
+            better = np.where(na | nb, na & (~nb | (ia < ib)), better)
+        better = np.where(ib < 0, True, np.where(ia < 0, False, better))
+        return np.where(better[None], a, b)
+    return Fn(f"{op}Merge", fn, 2, associative=True, commutative=True)
+
+
+def _arg(op):
+    def reduce(a, axis=None, keepdims=False, split_every=None, out=None, **kw):
+        _no_out(out, kw)
+        a = asarray(a)
+        if (a.size == 0) if axis is None else a.shape[axis_of(axis, a.ndim)] == 0:
+            raise ValueError(f"attempt to get {op} of an empty sequence")
+        ax = None if axis is None else axis_of(axis, a.ndim)
+        dt = np.result_type(a.dtype, np.int64)
+        dims = tuple(range(a.ndim)) if ax is None else (ax,)
+        offs = [offsets(a.chunks[d]) for d in dims]
+        P = param_relation({k: [o[i] for o, i in zip(offs, k)] for k in grid(a.numblocks if ax is None
+                                                                             else (a.numblocks[ax],))},
+                           tuple(a.numblocks[d] for d in dims), what="offsets")
+        start = Join(a.expr, P.expr, dims, tuple(range(len(dims))), _arg_init(op, ax, a.shape, dt))
+        final = Fn("index", lambda s: s[1].real.astype(np.intp), axes=lambda f, x: x[1:], dtype=np.intp)
+        return reduction(a, axis, keepdims, None, _arg_merge(op), final, start=start, extra=P.sources)
+    reduce.__name__ = op
+    return reduce
+
+
+argmin = _arg("argmin")
+argmax = _arg("argmax")
+
+
+# ---------------------------------------------------------------- cumulative sums and products
+
+def _scan(op):
+    agg = K.add if op == "cumsum" else K.mul
+    total = "sum" if op == "cumsum" else "prod"
+
+    def scan(x, axis=None, dtype=None, out=None, method="sequential", **kw):
+        from .structure import reshape
+        _no_out(out, kw)
+        x = asarray(x)
+        if axis is None:
+            x, axis = reshape(x, (-1,)), 0
+        axis = axis_of(axis, x.ndim)
+        dt = check_dtype(getattr(np, op)(np.zeros(1, x.dtype), dtype=dtype).dtype)
+        local = Transform(x.expr, Fn(f"{op}[{axis}]", lambda c: getattr(np, op)(c, axis=axis, dtype=dt),
+                                     dtype=dt))
+        p = x.numblocks[axis]
+        if p == 1:
+            return wrap(local, x)
+        totals = Transform(x.expr, ReduceChunk(total, (axis,), dt))
+        mask = param_relation({(i, j): i < j for i, j in grid((p, p))}, (p, p), np.bool_, "before")
+        pick = K.mul if op == "cumsum" else K.Elementwise(
+            "prefixFactor", lambda xp, t, m: np.where(m, t, np.ones_like(t)), 2, dtype=dt)
+        n = x.ndim
+        prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick),
+                           [d if d != axis else n for d in range(n)], agg)
+        return wrap(Join(local, prefix, range(n), range(n), agg), x, extra=mask.sources)
+    scan.__name__ = op
+    scan.__doc__ = f"numpy.{op} along ``axis`` (None: of the flattened array)."
+    return scan
+
+
+cumsum = _scan("cumsum")
+cumprod = _scan("cumprod")
+
+
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std",
+           "argmin", "argmax", "cumsum", "cumprod", "nansum", "nanprod", "nanmax", "nanmin",
+           "nanmean", "count_nonzero"]

@@ -1,0 +1,171 @@
+"""Shared plumbing of the array frontend: relations under construction, rekeys, parameter
+relations, argument checks.
+
+A ``Rel`` is a TRA expression plus the sources its inputs need; a ``RelArray`` is a Rel
+whose expression is an array relation (key dim i counts blocks along axis i).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from ..dask.sources import Source, fresh_name
+from ..tra import Input, ReKey, RelationType
+from ..tra.keyfuncs import KeyMap
+from ..tra.relation import infer_axis
+
+SUPPORTED_KINDS = "biufc"
+
+
+class Rel(NamedTuple):
+    """A TRA expression with the sources (Input name -> Source) it reads."""
+
+    expr: object
+    sources: dict
+
+
+def rel_of(*arrays, extra: dict | None = None) -> dict:
+    """The sources of several relations merged (plus ``extra``)."""
+    out = {}
+    for a in arrays:
+        out.update(a.sources)
+    out.update(extra or {})
+    return out
+
+
+def wrap(expr, *parents, extra=None):
+    """A RelArray over ``expr`` reading the sources of ``parents``."""
+    from ..core import RelArray
+    return RelArray(expr, rel_of(*parents, extra=extra))
+
+
+def is_array(x) -> bool:
+    from ..core import RelArray
+    return isinstance(x, RelArray)
+
+
+def asarray(x, chunks="auto"):
+    """A RelArray for ``x`` (RelArray, dask.array, NumPy array, list or scalar)."""
+    if is_array(x):
+        return x
+    if type(x).__module__.split(".")[0] == "dask" and hasattr(x, "dask"):
+        from .creation import from_dask
+        return from_dask(x)
+    from .creation import from_array
+    return from_array(np.asarray(x), chunks=chunks)
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def check_dtype(dtype) -> np.dtype:
+    """Bool, integer, floating and complex dtypes only (TypeError otherwise)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in SUPPORTED_KINDS or dtype.fields is not None:
+        raise TypeError(f"dask_tra.array does not support dtype {dtype} "
+                        f"(supported: bool, integer, floating and complex)")
+    return dtype
+
+
+def axes_of(axis, ndim) -> tuple:
+    """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes (numpy's AxisError)."""
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+
+
+def axis_of(axis, ndim) -> int:
+    return normalize_axis_index(axis, ndim)
+
+
+def rekey(expr, positions):
+    """ReKey: new key dim j is old key dim ``positions[j]``, or 0 where it is None (a new dim
+    of extent 1). Old dims left out must have extent 1. No-op for the identity."""
+    positions = tuple(positions)
+    if positions == tuple(range(expr.type.key_arity)):
+        return expr
+    if None not in positions:
+        return ReKey(expr, KeyMap.selecting(positions))
+    name = "key[" + ",".join("0" if p is None else str(p) for p in positions) + "]"
+    return ReKey(expr, KeyMap(lambda k: tuple(0 if p is None else k[p] for p in positions), name))
+
+
+class ParamSource(Source):
+    """A small relation of per-key parameters (offsets, index lists, masks): the data a chunk
+    kernel needs about where its chunk sits, delivered by a join."""
+
+    def __init__(self, chunks: dict, frontier, dtype=np.int64, what="param"):
+        self.chunks = {tuple(k): np.asarray(v, dtype=dtype) for k, v in chunks.items()}
+        rank = np.ndim(next(iter(self.chunks.values()))) if self.chunks else 0
+        axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier)
+                     for i in range(rank))
+        self.input = Input(fresh_name(what), RelationType(frontier, axes, np.dtype(dtype)))
+
+    def task(self, key):
+        return (_identity, self.chunks[tuple(key)])
+
+
+def param_relation(chunks: dict, frontier, dtype=np.int64, what="param") -> Rel:
+    """A parameter relation over the full key grid below ``frontier``."""
+    src = ParamSource(chunks, frontier, dtype, what)
+    return Rel(src.input, {src.input.name: src})
+
+
+class BlockSource(Source):
+    """Chunks made on their site by ``make(kind, shape, offsets, params)`` (arange, eye, ...)."""
+
+    def __init__(self, kind, shape, chunks, dtype, params=()):
+        self.kind, self.params, self.chunks = kind, tuple(params), chunks
+        self.dtype = np.dtype(dtype)
+        self.input = Input(fresh_name(kind), RelationType.from_chunks(chunks, self.dtype))
+
+    def task(self, key):
+        shape = tuple(c[i] for c, i in zip(self.chunks, key))
+        offsets = tuple(sum(c[:i]) for c, i in zip(self.chunks, key))
+        return (make_block, self.kind, shape, offsets, self.dtype.str, self.params)
+
+
+def make_block(kind, shape, offsets, dtype, params):
+    if kind == "arange":
+        start, step = params
+        return (start + (offsets[0] + np.arange(shape[0])) * step).astype(dtype)
+    if kind == "linspace":
+        start, stop, step, num, endpoint = params
+        i = offsets[0] + np.arange(shape[0])
+        out = i * step + start
+        if endpoint and num > 1:
+            out[i == num - 1] = stop
+        return out.astype(dtype)
+    if kind == "eye":
+        (k,) = params
+        return np.eye(shape[0], shape[1], k=k + offsets[0] - offsets[1], dtype=dtype)
+    if kind == "template":
+        return np.broadcast_to(np.zeros((), dtype), shape)
+    raise ValueError(f"unknown block kind {kind!r}")
+
+
+def _identity(x):
+    return x
+
+
+def grid(frontier):
+    return itertools.product(*(range(f) for f in frontier))
+
+
+def offsets(chunks) -> np.ndarray:
+    """Start of every block along one axis, plus the end."""
+    return np.concatenate([[0], np.cumsum(chunks, dtype=np.int64)]).astype(np.int64)
+
+
+def nbytes(x) -> int:
+    return math.prod(x.shape) * x.dtype.itemsize
+
+
+__all__ = ["Rel", "rel_of", "wrap", "is_array", "asarray", "is_scalar", "check_dtype", "axes_of",
+           "axis_of", "rekey", "param_relation", "BlockSource", "grid", "offsets"]

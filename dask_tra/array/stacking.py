@@ -1,0 +1,105 @@
+"""Joining arrays: concatenate, stack, hstack, vstack, dstack (and unstack).
+
+The TRA has no union, so the inputs are brought to one block count along the axis
+(rechunk), joined block by block with a concatenating kernel (``Join`` on every key dim),
+and the interleaved result gathered back into input order, keeping the inputs' own block
+boundaries (``rechunk.gather``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tra import Join
+from ..tra.relation import ChunkAxis
+from .kernels import Fn, along
+from .rechunk import even_chunks, gather, rechunk_axes
+from .relations import asarray, axis_of, offsets, wrap
+from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
+
+
+def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
+    from .elementwise import astype
+    arrays = [asarray(a) for a in seq]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    nd = arrays[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    for i, a in enumerate(arrays):
+        if a.ndim != nd:
+            raise ValueError(f"all the input arrays must have same number of dimensions, but the array at "
+                             f"index 0 has {nd} dimension(s) and the array at index {i} has {a.ndim} dimension(s)")
+    axis = axis_of(axis, nd)
+    for i, a in enumerate(arrays):
+        for d in range(nd):
+            if d != axis and a.shape[d] != arrays[0].shape[d]:
+                raise ValueError(f"all the input array dimensions except for the concatenation axis must "
+                                 f"match exactly, but along dimension {d}, the array at index 0 has size "
+                                 f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
+    if len(arrays) == 1:
+        return arrays[0]
+    first = max(arrays, key=lambda a: a.nbytes)
+    n = max(a.numblocks[axis] for a in arrays)
+    parts, extra = [], {}
+    for a in arrays:
+        want = {d: first.chunks[d] for d in range(nd) if d != axis}
+        want[axis] = a.chunks[axis] if a.numblocks[axis] == n else even_chunks(a.shape[axis], n)
+        r = rechunk_axes(a, want)
+        parts.append((r.expr, want[axis]))
+        extra.update(r.sources)
+    sizes = np.zeros(n, dtype=np.int64)
+    expr, src_of = None, []
+    for e, c in parts:  # where each input element lands in the joined blocks, block-local
+        src_of.append([sizes[k] + np.arange(c[k]) for k in range(n)])
+        sizes = sizes + np.asarray(c)
+        if expr is None:
+            expr = e
+            continue
+        total = tuple(int(s) for s in sizes)
+        kernel = Fn(f"concatenate[{axis}]", lambda u, v: np.concatenate([u, v], axis=axis), 2,
+                    axes=lambda f, u, v, total=total: along(u, axis, ChunkAxis.along(axis, total)))
+        expr = Join(expr, e, range(nd), range(nd), kernel)
+    starts = offsets(sizes)
+    src = np.concatenate([starts[k] + loc for locs in src_of for k, loc in enumerate(locs)])
+    out_chunks = tuple(c for a in arrays for c in a.chunks[axis] if c) or (0,)
+    g = gather(wrap(expr, *arrays, extra=extra), axis, src, out_chunks)
+    return wrap(g.expr, *arrays, extra={**extra, **g.sources})
+
+
+def concat(arrays, /, *, axis=0):
+    return concatenate(arrays, axis=axis)
+
+
+def stack(seq, axis=0, allow_unknown_chunksizes=False):
+    arrays = [asarray(a) for a in seq]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    if any(a.shape != arrays[0].shape for a in arrays):
+        raise ValueError("all input arrays must have the same shape")
+    axis = axis_of(axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+def unstack(x, /, *, axis=0):
+    axis = axis_of(axis, x.ndim)
+    return tuple(x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis]))
+
+
+def vstack(tup):
+    return concatenate([atleast_2d(a) for a in tup], axis=0)
+
+
+def hstack(tup):
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if arrays and arrays[0].ndim == 1 else 1)
+
+
+def dstack(tup):
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+__all__ = ["concatenate", "concat", "stack", "unstack", "vstack", "hstack", "dstack"]
