@@ -41,7 +41,8 @@ def test_extended_einsum_custom_combine_and_aggregate():
     dmax = K.Einsum("ik,jk->ij", combine=absdiff, aggregate=K.maximum)
     np.testing.assert_allclose(shipped(d2)(x, y), ((x[:, None] - y[None]) ** 2).sum(-1))
     np.testing.assert_allclose(shipped(dmax)(x, y), np.abs(x[:, None] - y[None]).max(-1))
-    assert not d2.distributes(K.add) and K.matmul.distributes(K.add)
+    assert d2.distributes(K.add) and dmax.distributes(K.maximum) and not dmax.distributes(K.add)
+    assert K.matmul.distributes(K.add)
 
 
 def test_facts():

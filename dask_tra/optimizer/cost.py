@@ -16,6 +16,7 @@ first consumer runs. It is an estimate: Dask may hold data longer (or spill).
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -33,49 +34,59 @@ class Cost:
         return max(self.peak_memory.values(), default=0)
 
 
-def _tuple_bytes(node, key) -> int:
-    t = node.type
-    n = 1
-    for d in t.chunk_shape(key):
-        n *= d
-    return n * t.dtype.itemsize
+class _NodeFacts:
+    """What costing needs of one IA node, computed once per node (plans share nodes)."""
+
+    __slots__ = ("copies", "site_bytes", "paper")
+
+    def __init__(self, node):
+        itemsize = node.type.dtype.itemsize
+        self.copies = []  # (nbytes, ((site, origin), ...)) per key
+        self.site_bytes = defaultdict(int)
+        for key, cs in node.copies.items():
+            nb = itemsize * math.prod(node.type.chunk_shape(key))
+            self.copies.append((nb, cs))
+            for site, _ in cs:
+                self.site_bytes[site] += nb
+        self.paper = 0
+        if isinstance(node, (Broadcast, Shuffle)):
+            child, per = node.child, 0
+            for key, cs in child.copies.items():
+                per += math.prod(child.type.chunk_shape(key)) * len({o for _, o in cs})
+            self.paper = per * (node.s if isinstance(node, Broadcast) else 1)
 
 
-def _tuple_elems(node, key) -> int:
-    return _tuple_bytes(node, key) // node.type.dtype.itemsize
+def _facts(node) -> _NodeFacts:
+    facts = node.__dict__.get("_cost_facts")
+    if facts is None:
+        facts = node._cost_facts = _NodeFacts(node)
+    return facts
 
 
 def evaluate_cost(plan) -> Cost:
     present = set()
-    moved = 0
-    paper = 0
-    site_bytes = {}
-    for node in plan.walk():
-        per_site = defaultdict(int)
-        for key, copies in node.copies.items():
-            nb = _tuple_bytes(node, key)
-            for site, origin in copies:
-                per_site[site] += nb
-                if (origin, site) not in present:
-                    if isinstance(node, (Broadcast, Shuffle)):
+    moved = paper = 0
+    nodes = plan.walk()
+    for node in nodes:
+        facts = _facts(node)
+        is_move = isinstance(node, (Broadcast, Shuffle))
+        for nb, copies in facts.copies:
+            for pair in copies:
+                if (pair[1], pair[0]) not in present:
+                    present.add((pair[1], pair[0]))
+                    if is_move:
                         moved += nb
-                    present.add((origin, site))
-        site_bytes[node.uid] = per_site
-        if isinstance(node, (Broadcast, Shuffle)):
-            f = sum(_tuple_elems(node.child, k) * len({o for _, o in cs})
-                    for k, cs in node.child.copies.items())
-            paper += f * (node.s if isinstance(node, Broadcast) else 1)
+        paper += facts.paper
     peak = defaultdict(int)
-    for node in plan.walk():
+    for node in nodes:
         if isinstance(node, Placed):
             continue
-        sites = set(site_bytes[node.uid])
-        for c in node.children:
-            sites |= set(site_bytes[c.uid])
-        for site in sites:
-            need = site_bytes[node.uid].get(site, 0) + sum(site_bytes[c.uid].get(site, 0) for c in node.children)
-            peak[site] = max(peak[site], need)
+        own = _facts(node).site_bytes
+        kids = [_facts(c).site_bytes for c in node.children]
+        for site in set(own).union(*kids):
+            need = own.get(site, 0) + sum(k.get(site, 0) for k in kids)
+            if need > peak[site]:
+                peak[site] = need
     if not peak:  # a plan that is just placed inputs
-        for site, nb in site_bytes[plan.uid].items():
-            peak[site] = nb
+        peak.update(_facts(plan).site_bytes)
     return Cost(moved, dict(peak), paper)

@@ -54,7 +54,7 @@ class Kernel:
         return self.name
 
 
-def _broadcast_axes(frontier, axes_list, what):
+def broadcast_axes(frontier, axes_list, what):
     """NumPy broadcasting of chunk axes (right-aligned; constant-1 axes stretch)."""
     rank = max(len(a) for a in axes_list)
     out = []
@@ -95,7 +95,7 @@ class Elementwise(Kernel):
         return self.fn(namespace(*chunks), *chunks)
 
     def out_axes(self, frontier, *in_axes):
-        return _broadcast_axes(frontier, in_axes, self.name)
+        return broadcast_axes(frontier, in_axes, self.name)
 
     def out_dtype(self, *dtypes):
         return self._dtype if self._dtype is not None else np.result_type(*dtypes)
@@ -148,7 +148,9 @@ class Einsum(Kernel):
         self.plain = not custom  # decided here: identity checks do not survive pickling
         self.name = "matmul" if self.subscripts == "ik,kj->ij" and not custom else (
             f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
-        self.distributes_over = frozenset() if custom else frozenset({"add"})
+        # the kernel folds its summed letters with ``aggregate``; folding partial results
+        # (across blocks) with the same associative aggregate is exact
+        self.distributes_over = frozenset({self.aggregate.name})
 
     def __call__(self, *chunks):
         if self.plain:
