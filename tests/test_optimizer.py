@@ -173,3 +173,16 @@ def test_project_refuses_partial_results():
     partial = LocalAggregate(x, (0,), K.add)  # row sums, but each row's blocks sit on two sites
     with pytest.raises(PlanError, match="several different chunks"):
         project(partial, execute(partial, {"A": rel}))
+
+
+@pytest.mark.parametrize("strategy", [None, "bmm", "cmm", "rmm"])
+def test_extended_einsum_is_planned_as_a_contraction(strategy):
+    import dask_tra as dt
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((30, 8)), rng.standard_normal((20, 8))
+    d = dt.einsum("ik,jk->ij", dt.from_array(x, chunks=(7, 3)), dt.from_array(y, chunks=(6, 3)),
+                  combine="absdiff", aggregate="max")
+    with dt.config.set(sites=4, force=strategy):
+        op = d.explain(sites=4).operators[-1]
+        assert op.kind == "einsum" and {"bmm", "cmm", "rmm"} <= set(op.candidates)
+        np.testing.assert_allclose(d.compute(), np.abs(x[:, None] - y[None]).max(-1))
