@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tra.kernels import Einsum, Kernel, broadcast_axes
+from ..tra.kernels import Einsum, Kernel
+from ..tra.kernels import broadcast_axes as _tra_broadcast_axes
 from ..tra.relation import ChunkAxis
 
 
@@ -94,7 +95,7 @@ class ReduceChunk(Kernel):
 
 def broadcast_axes(frontier, *axes_list):
     """NumPy broadcasting of chunk axes (right-aligned; extent-1 axes stretch)."""
-    return broadcast_axes(frontier, axes_list, "broadcast")
+    return _tra_broadcast_axes(frontier, axes_list, "broadcast")
 
 
 def along(axes, axis, new_axis):
