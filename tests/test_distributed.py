@@ -52,7 +52,7 @@ def test_task_names_group_by_stage(client):
     from dask.utils import key_split
     x = dt.random.random((40, 40), chunks=10, seed=0)
     stages = {key_split(k) for k in (x @ x).dask}
-    assert {"tra-localjoin-matmul", "tra-output"} <= stages
+    assert {"tra-localjoin-matmul-add", "tra-output"} <= stages  # join fused with its local fold
     assert all(s.startswith("tra-") for s in stages)
 
 

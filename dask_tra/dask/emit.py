@@ -69,8 +69,14 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
     ext_pins = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
     walk = plan.walk()
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
+    fused = _fusable_joins(walk)
+    direct = len(plan.copies) == sum(len(cs) for cs in plan.copies.values())  # one copy per key
     for node in walk:
+        if node.uid in fused:
+            continue  # computed inside the local aggregation that consumes it
         name = f"tra-{stage_name(node)}-{token}-{node.uid}"
+        if node.uid in fused.values():
+            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-'):]}-{token}-{node.uid}"
         tasks, pins = {}, {}
         for key, copies in node.copies.items():
             for site, origin in copies:
@@ -79,7 +85,12 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
                 dk = (name,) + tuple(key) + (site,)
                 if isinstance(node, (Broadcast, Shuffle)):  # partials of one key may meet at a site
                     dk += (origin[2],)
-                spec = _task(node, key, site, origin, avail, home, sources, dk)
+                if node is plan and direct:
+                    dk = (output_name,) + tuple(key)
+                if node.uid in fused.values():
+                    spec = _fused_task(node, key, site, avail, dk)
+                else:
+                    spec = _task(node, key, site, origin, avail, home, sources, dk)
                 if isinstance(spec, Alias) and spec.target in external and not is_future(external[spec.target]):
                     ext_pins.setdefault(spec.target, site)
                 if spec is None:  # a pure relabel: the origin's key already holds it here
@@ -104,10 +115,12 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
     for key, copies in plan.copies.items():
         site, origin = copies[0]
         ok = (output_name,) + tuple(key)
-        outputs[ok] = Alias(ok, avail[(origin, site)])
-        out_pins[ok] = site
         out_keys[key] = ok
-    layers[output_name] = (outputs, out_pins)
+        if avail[(origin, site)] != ok:  # the result was made earlier (or sits on several sites)
+            outputs[ok] = Alias(ok, avail[(origin, site)])
+            out_pins[ok] = site
+    if outputs:
+        layers[output_name] = (outputs, out_pins)
     _drop_unread_keeps(layers)
     return _graph(layers, layer_of, external, ext_pins, ext_name, workers), out_keys
 
@@ -184,6 +197,39 @@ def _task(node, key, site, origin, avail, home, sources, dk):
             return Task(dk, _tile, src, op.tile_dim, op.tile_size, key[-1])
         return Task(dk, op.kernel, src)
     raise TypeError(f"cannot emit {node!r}")
+
+
+def _fusable_joins(walk) -> dict:
+    """{LocalJoin uid: LocalAggregate uid} for joins whose only consumer folds them with an
+    aggregation kernel: one task per group and site then computes fold(kernel(l, r), ...)."""
+    consumers = {}
+    for n in walk:
+        for c in n.children:
+            consumers.setdefault(c.uid, []).append(n)
+    out = {}
+    for n in walk:
+        users = consumers.get(n.uid, [])
+        if isinstance(n, LocalJoin) and len(users) == 1 and isinstance(users[0], LocalAggregate) \
+                and not isinstance(users[0].op, Concat):
+            out[n.uid] = users[0].uid
+    return out
+
+
+def _fused_task(agg, key, site, avail, dk):
+    join = agg.child
+    args = []
+    for jkey, _ in agg.members[(key, site)]:
+        lk, rk = join.sources(jkey, site)
+        args += [_ref(avail, _origin_at(join.left, lk, site), site),
+                 _ref(avail, _origin_at(join.right, rk, site), site)]
+    return Task(dk, _join_fold, join.op.kernel, agg.op.kernel, *args)
+
+
+def _join_fold(join_kernel, agg_kernel, *pairs):
+    acc = join_kernel(pairs[0], pairs[1])
+    for i in range(2, len(pairs), 2):
+        acc = agg_kernel(acc, join_kernel(pairs[i], pairs[i + 1]))
+    return acc
 
 
 def _origin_at(node, key, site):
