@@ -3,7 +3,8 @@ from . import config, diagnostics
 from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at dask_tra.array)
 from .array import __all__ as _array_all
 from .core import RelArray
+from .autodiff import grad, value_and_grad
 
 __version__ = "0.1.0"
 
-__all__ = ["RelArray", "config", "diagnostics"] + list(_array_all)
+__all__ = ["RelArray", "config", "diagnostics", "grad", "value_and_grad"] + list(_array_all)

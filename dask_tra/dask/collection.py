@@ -22,15 +22,8 @@ class DaskCollection(DaskMethodsMixin):
     def planned(self, sites=None):
         """(Plan, Sites) for the current sites and input placements; cached."""
         where = current_sites(sites)
-        placements = {}
-        if where.client is not None and self.expr.children and not _in_event_loop(where.client):
-            ensure_installed(where.client)
-            for name, src in self.sources.items():
-                held = src.placement(where.client)
-                if held is not None:
-                    placements[name] = {k: tuple(where.site_of(a) for a in v) for k, v in held.items()}
-        cache_key = (where.count, where.workers, repr(config.get("force")), where.memory_limit,
-                     repr(sorted((n, sorted(p.items())) for n, p in placements.items())))
+        placements = input_placements(self.sources, where) if self.expr.children else {}
+        cache_key = plan_cache_key(where, placements)
         cached = self._plans.get(cache_key)
         if cached is not None:
             return cached
@@ -102,6 +95,23 @@ class DaskCollection(DaskMethodsMixin):
         graph = self.__dask_graph__()
         meta = np.empty((0,) * self.ndim, dtype=self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
+
+
+def input_placements(sources, where) -> dict:
+    """{input name: {key: (site, ...)}} for inputs already on the cluster (planned where they are)."""
+    placements = {}
+    if where.client is not None and not _in_event_loop(where.client):
+        ensure_installed(where.client)
+        for name, src in sources.items():
+            held = src.placement(where.client)
+            if held is not None:
+                placements[name] = {k: tuple(where.site_of(a) for a in v) for k, v in held.items()}
+    return placements
+
+
+def plan_cache_key(where, placements):
+    return (where.count, where.workers, repr(config.get("force")), where.memory_limit,
+            repr(sorted((n, sorted(p.items())) for n, p in placements.items())))
 
 
 def _scatter_in_memory_inputs(root, sources, where):

@@ -1,0 +1,284 @@
+"""Several RelArrays planned and computed as ONE computation (loss and gradients together).
+
+``dask.compute(a, b)`` plans each RelArray on its own, so nodes they share (the forward
+pass, which a gradient reads) are computed once per plan. ``Joint(a, b, ...)`` plans them
+as one DAG instead: every output gets a per-tuple *token* (an empty chunk) and the tokens
+are summed into one tuple, a synthetic root that depends on all outputs at next to no
+cost. The optimizer plans that root like any expression; the plan is emitted once as one
+Dask graph, and each output's blocks are aliases of the chunks its token tasks read (where
+the chosen plan holds them).
+
+Reuse: the optimizer's search keeps up to ``keep`` layouts per node and lets every
+consumer pick its own, so a node read by several consumers (a forward intermediate read
+by the backward pass) may be computed once per layout: its cost model counts bytes moved,
+and recomputation moves none. ``Joint`` (``reuse=True``, the default) resolves every such
+node to ONE of its layouts (the one giving the cheapest whole plan, see ``plan_joint``),
+which all consumers then read, moving it where they need it: each forward intermediate is
+computed once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dask.collection import (DaskCollection, _finalize, _in_event_loop, _scatter_in_memory_inputs,
+                               input_placements, plan_cache_key)
+from ..dask.emit import emit
+from ..dask.sources import fresh_name
+from ..tra import Aggregate, Join, Transform
+from ..tra import kernels as K
+from .terms import GradKernel
+
+
+def _token(_chunk):
+    return np.zeros((), np.int8)
+
+
+def _token2(a, b):
+    return np.zeros((), np.int8)
+
+
+class Joint(DaskCollection):
+    """A Dask collection of several RelArrays computed by one plan.
+
+    ``dask.compute(Joint(loss, g1, g2))`` (or ``.compute()``) returns a tuple of NumPy arrays;
+    ``.persist()`` a tuple of persisted RelArrays; ``.explain()`` the plan."""
+
+    def __init__(self, *arrays, reuse=True):
+        from ..core import RelArray
+        self.reuse = reuse
+        if not arrays:
+            raise ValueError("Joint needs at least one RelArray")
+        for i, a in enumerate(arrays):
+            if not isinstance(a, RelArray):
+                raise TypeError(f"Joint: argument {i} is a {type(a).__name__}, not a RelArray")
+        self.arrays = tuple(arrays)
+        self._kernels = []
+        root = None
+        for i, a in enumerate(arrays):
+            k = GradKernel(f"output{i}", _token, 1, axes=lambda f, ax: (), dtype=np.int8)
+            self._kernels.append(k)
+            tok = Aggregate(Transform(a.expr, k), [], K.add) if a.expr.type.key_arity else Transform(a.expr, k)
+            root = tok if root is None else Join(root, tok, [], [],
+                                                 GradKernel("outputs", _token2, 2, axes=lambda f, x, y: (),
+                                                            dtype=np.int8))
+        self.expr = root
+        self.sources = {}
+        for a in arrays:
+            self.sources.update(a.sources)
+        self.name = fresh_name("tra-joint")
+        self.names = tuple(f"{self.name}-out{i}" for i in range(len(arrays)))
+        self.chunks = ()
+        self._plans = {}
+        self._last_explain = None
+
+    def planned(self, sites=None):
+        """(Plan, Sites), like ``RelArray.planned``; shared nodes in one layout if ``reuse``."""
+        from .. import config
+        from ..dask.sites import current_sites
+        where = current_sites(sites)
+        placements = input_placements(self.sources, where)
+        cache_key = plan_cache_key(where, placements)
+        cached = self._plans.get(cache_key)
+        if cached is not None:
+            return cached
+        p = plan_joint(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
+                       keep=config.get("keep"), force=config.get("force"), reuse=self.reuse)
+        self._plans[cache_key] = (p, where)
+        return p, where
+
+    def explain(self, sites=None):
+        """The report of the one plan computing every output."""
+        return self.planned(sites)[0].explain
+
+    def __dask_graph__(self):
+        """The plan emitted once; each output's blocks are aliases of the chunks its token
+        tasks read (a token task per output tuple, whose one dependency is that tuple)."""
+        from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+        from dask.task_spec import Alias
+        from .. import diagnostics
+        p, where = self.planned()
+        diagnostics.register(p.explain)
+        self._last_explain = p.explain
+        if p.__dict__.get("joint_graph") is None:
+            sources = self.sources
+            if where.client is not None and not _in_event_loop(where.client):
+                sources = _scatter_in_memory_inputs(p.root, sources, where)
+            token = self.name.split("-")[-1]
+            graph, _ = emit(p.root, sources, where.workers, token, f"{self.name}-root")
+            layer_of, found = {}, {i: {} for i in range(len(self.arrays))}
+            index = {id(k): i for i, k in enumerate(self._kernels)}
+            for name, layer in graph.layers.items():
+                for dk, task in layer.items():
+                    layer_of[dk] = name
+                    i = index.get(id(getattr(task, "func", None)))
+                    if i is not None:
+                        n = self.arrays[i].ndim
+                        found[i].setdefault(tuple(dk[1:1 + n]), next(iter(task.dependencies)))
+            layers, deps = dict(graph.layers), dict(graph.dependencies)
+            for i, (a, name) in enumerate(zip(self.arrays, self.names)):
+                want = set(a.expr.type.iter_keys())
+                if set(found[i]) != want:
+                    raise RuntimeError(f"Joint: the plan's graph does not show output {i}'s blocks")
+                aliases = {(name,) + k: Alias((name,) + k, src) for k, src in found[i].items()}
+                layers[name] = MaterializedLayer(aliases)
+                deps[name] = {layer_of[src] for src in found[i].values() if src in layer_of}
+            p.joint_graph = HighLevelGraph(layers, deps)
+        return p.joint_graph
+
+    def __dask_keys__(self):
+        out = []
+        for a, name in zip(self.arrays, self.names):
+            numblocks = a.numblocks
+            if not numblocks:
+                out.append([(name,)])
+                continue
+
+            def nest(prefix, name=name, numblocks=numblocks):
+                if len(prefix) == len(numblocks):
+                    return (name,) + prefix
+                return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
+            out.append(nest(()))
+        return out
+
+    def __dask_layers__(self):
+        return self.names
+
+    def __dask_tokenize__(self):
+        return self.name
+
+    def __dask_postcompute__(self):
+        return _finalize_all, (tuple(a.ndim for a in self.arrays),)
+
+    def __dask_postpersist__(self):
+        return _rebuild_all, (tuple(a.expr.type for a in self.arrays), self.names)
+
+    def compute(self, **kwargs):
+        import dask
+        return dask.compute(self, **kwargs)[0]
+
+    def __repr__(self):
+        return f"dask_tra.autodiff.Joint<{len(self.arrays)} outputs: " + \
+            ", ".join(f"{a.shape}" for a in self.arrays) + ">"
+
+
+def plan_joint(expr, sites, placements=None, memory_limit=None, force=None, keep=6, reuse=True):
+    """``optimizer.plan``, except that with ``reuse`` every TRA node is computed in ONE layout.
+
+    The optimizer's search keeps up to ``keep`` alternatives per node and each consumer takes
+    the one it likes, so the best plan may compute a node in several layouts (its cost model
+    prices moves, not recomputation). Here: plan as usual; then, for the first node (in
+    topological order) whose plan uses several of its alternatives, re-plan with that node
+    restricted to each of them in turn and keep the cheapest restriction; repeat until no
+    node is computed twice. Each round is one more search (metadata only)."""
+    from collections import Counter
+    from .. import optimizer as O
+    if not reuse:
+        return O.plan(expr, sites, placements=placements, memory_limit=memory_limit, force=force, keep=keep)
+    from ..optimizer import strategies as S
+    from ..optimizer.search import _input_alt, _plan_node
+    from ..tra import Input
+    if sites < 1:
+        raise ValueError(f"sites must be >= 1, got {sites}")
+    placements = placements or {}
+    order = expr.walk()
+    consumers = Counter(id(c) for n in order for c in n.children)
+    fused = {id(n.child) for n in order if S.is_contraction(n) and consumers[id(n.child)] == 1}
+    planned = [n for n in order if id(n) not in fused and not isinstance(n, Input)]
+
+    def search(fixed):
+        alts = {}
+        for node in order:
+            if id(node) in fused:
+                continue
+            if isinstance(node, Input):
+                alts[id(node)] = [_input_alt(node, sites, placements)]
+                continue
+            options = _plan_node(node, alts, sites, memory_limit, force, keep)
+            if id(node) in fixed:
+                options = [options[min(fixed[id(node)], len(options) - 1)]]
+            alts[id(node)] = options
+        best = alts[id(expr)][0]
+        cost = best.cost if best.cost is not None else O.evaluate_cost(best.node)
+        return alts, best, cost
+
+    def conflict(alts, best):
+        used = {id(n) for n in best.node.walk()}
+        for node in planned:
+            hits = [i for i, a in enumerate(alts[id(node)]) if id(a.node) in used]
+            if len(hits) > 1:
+                return node, hits
+        return None, None
+
+    fixed = {}
+    alts, best, cost = search(fixed)
+    while True:
+        node, hits = conflict(alts, best)
+        if node is None:
+            break
+        tried = []
+        for i in hits:
+            trial = dict(fixed)
+            trial[id(node)] = i
+            a, b, c = search(trial)
+            tried.append(((c.bytes_moved, c.max_peak, i), trial, a, b, c))
+        _, fixed, alts, best, cost = min(tried, key=lambda t: t[0])
+    ops = [O.OperatorReport(kind, strategy, table, O._describe(node, kind), c.bytes_moved, c.max_peak)
+           for node, kind, strategy, table, c in best.notes.values()]
+    report = O.Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory,
+                       gather_bytes=O.gather_bytes(best.node), ia_plan=O.ia_tree(best.node))
+    return O.Plan(best.node, cost, report)
+
+
+def _finalize_all(results, ndims):
+    return tuple(_finalize(r, n) for r, n in zip(results, ndims))
+
+
+def _rebuild_all(dsk, types, names, rename=None):
+    from ..core import RelArray
+    return tuple(RelArray._from_persisted(dsk, t, n) for t, n in zip(types, names))
+
+
+def _flatten(args):
+    flat, spec = [], []
+    from ..core import RelArray
+    for a in args:
+        if isinstance(a, RelArray):
+            spec.append(("one", len(flat)))
+            flat.append(a)
+        elif isinstance(a, dict):
+            keys = list(a)
+            spec.append(("dict", keys, len(flat)))
+            flat.extend(a[k] for k in keys)
+        elif isinstance(a, (list, tuple)):
+            spec.append((type(a), len(a), len(flat)))
+            flat.extend(a)
+        else:
+            raise TypeError(f"compute: expected RelArrays (or lists, tuples, dicts of them), got {type(a).__name__}")
+    return flat, spec
+
+
+def _unflatten(values, spec):
+    out = []
+    for s in spec:
+        if s[0] == "one":
+            out.append(values[s[1]])
+        elif s[0] == "dict":
+            keys, start = s[1], s[2]
+            out.append(dict(zip(keys, values[start:start + len(keys)])))
+        else:
+            typ, n, start = s
+            out.append(typ(values[start:start + n]))
+    return tuple(out)
+
+
+def compute(*args, **kwargs):
+    """Compute RelArrays (or lists/tuples/dicts of them) in ONE plan; returns NumPy results
+    in the same structure: ``loss, grads = compute(loss, grads)``. Keyword arguments go to
+    ``dask.compute`` (e.g. ``scheduler="threads"``)."""
+    flat, spec = _flatten(args)
+    values = Joint(*flat).compute(**kwargs)
+    out = _unflatten(values, spec)
+    return out
+
+
+__all__ = ["Joint", "compute"]
