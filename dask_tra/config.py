@@ -1,7 +1,13 @@
 """dask_tra settings, kept in dask's config under ``dask_tra.*``.
 
 - ``sites``: how many sites plans use when no distributed Client is active (default 4).
-- ``backend``: chunk library for creation and random functions ("numpy").
+- ``backend``: chunk library for creation and random functions: "numpy" (default), "cupy" or
+  "torch" (read when an array is created; ``from_array`` keeps its input's library).
+- ``device``: where created chunks go (None: the library's default on the worker; torch:
+  "cpu", "cuda", "cuda:1", or "auto" = CUDA when the worker has it; CuPy: the worker's GPU).
+- ``gpu_memory_limit``: bytes per site a plan may use when its chunks are on GPUs (CuPy), or a
+  fraction of each worker's GPU memory (default 0.8: the total reported by
+  ``cupy.cuda.Device().mem_info`` on the workers, times 0.8). See ``docs/gpu.md``.
 - ``memory_limit``: bytes per site a plan may need (default: the workers' memory limit
   under a Client, unlimited otherwise).
 - ``keep``: layouts kept per operator by the plan search (default 6; 1 is greedy).
@@ -12,7 +18,8 @@ from __future__ import annotations
 
 import dask.config
 
-DEFAULTS = {"sites": 4, "backend": "numpy", "memory_limit": None, "keep": 6, "force": None}
+DEFAULTS = {"sites": 4, "backend": "numpy", "device": None, "memory_limit": None, "gpu_memory_limit": 0.8,
+            "keep": 6, "force": None}
 
 
 def get(name: str):
@@ -26,4 +33,7 @@ def set(**settings):
     for name in settings:
         if name not in DEFAULTS:
             raise KeyError(f"unknown dask_tra setting {name!r}; known: {sorted(DEFAULTS)}")
+    if settings.get("backend") is not None:
+        from . import backends
+        backends.get(settings["backend"])  # ValueError naming the known backends
     return dask.config.set({f"dask_tra.{k}": v for k, v in settings.items()})

@@ -24,7 +24,7 @@ from ..tra import Aggregate, Filter, Join, Transform
 from ..tra import kernels as K
 from ..tra.keyfuncs import KeyPred
 from .elementwise import conj, multiply
-from .kernels import ExtendedEinsum
+from .kernels import ExtendedEinsum, npx
 from .rechunk import rechunk_axes
 from .relations import asarray, axis_of, nbytes, rekey, wrap
 from .structure import moveaxis, ravel, reshape, transpose
@@ -34,7 +34,7 @@ AGGREGATES = {"add": K.add, "sum": K.add, "multiply": K.mul, "prod": K.mul, "max
 COMBINES = {"multiply": lambda a, b: a * b, "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
             "sqdiff": lambda a, b: (a - b) ** 2, "squared_difference": lambda a, b: (a - b) ** 2,
             "absdiff": lambda a, b: abs(a - b), "absolute_difference": lambda a, b: abs(a - b),
-            "maximum": np.maximum, "minimum": np.minimum}
+            "maximum": lambda a, b: npx(a, b).maximum(a, b), "minimum": lambda a, b: npx(a, b).minimum(a, b)}
 
 
 def _dummy(a):

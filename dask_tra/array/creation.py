@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
 from .relations import BlockSource, check_dtype, is_array
 
@@ -34,8 +35,8 @@ def from_array(x, chunks="auto", name=None, **kwargs):
         return from_dask(x) if chunks == "auto" else from_dask(x).rechunk(chunks)
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         x = np.asarray(x)
-    check_dtype(x.dtype)
-    return _wrap(ArraySource(x, _auto(chunks, x.shape, x.dtype)))
+    dtype = check_dtype(backends.numpy_dtype(x.dtype))  # torch.float32 -> float32
+    return _wrap(ArraySource(x, _auto(chunks, tuple(x.shape), dtype)))
 
 
 def from_dask(x):
@@ -110,7 +111,9 @@ def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
 
 def _blocks(kind, shape, chunks, dtype, params):
     dtype = check_dtype(dtype)
-    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params))
+    backend = backends.get(config.get("backend")).name
+    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params, backend,
+                             config.get("device")))
 
 
 def arange(start=0, stop=None, step=1, *, chunks="auto", dtype=None, **kwargs):

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..tra import Join, Transform
 from ..tra import kernels as K
-from .kernels import Fn, broadcast_axes
+from .. import backends
+from .kernels import Fn, ToBackend, broadcast_axes, npx
 from .rechunk import rechunk_axes
 from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, wrap
 
@@ -25,6 +26,11 @@ _FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.m
 
 def _baked(x) -> bool:
     return x is None or is_scalar(x)
+
+
+def _chunk_library(a) -> bool:
+    """A CuPy array or torch tensor operand (wrapped with from_array, keeping its library)."""
+    return backends.backend_of_type(a) != "numpy"
 
 
 def _label(v):
@@ -54,7 +60,7 @@ def _operands(args, out_shape):
         if _baked(a) or is_array(a):
             out.append(a)
             continue
-        a = a if hasattr(a, "dask") else np.asarray(a)
+        a = a if hasattr(a, "dask") or _chunk_library(a) else np.asarray(a)
         if hasattr(a, "dask"):
             from .creation import from_dask
             out.append(from_dask(a))
@@ -66,7 +72,8 @@ def _operands(args, out_shape):
 
 def elementwise(name, fn, *args, dtype=None, facts=None):
     """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting)."""
-    args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") else np.asarray(a) for a in args]
+    args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") or _chunk_library(a) else np.asarray(a)
+            for a in args]
     shapes = [np.shape(a) if not is_array(a) else a.shape for a in args if not _baked(a)]
     out_shape = np.broadcast_shapes(*shapes)
     out_dtype = check_dtype(dtype if dtype is not None else result_dtype(fn, args))
@@ -126,10 +133,11 @@ def _aligned(arrays, out_shape):
 def _pack(count, dtype):
     """Join kernel stacking operands (the left one maybe already packed) on a leading axis."""
     def fn(a, b):
+        xp = npx(a, b)
         a = a if count > 2 else a[None]
-        b = np.broadcast_to(b, np.broadcast_shapes(a.shape[1:], b.shape))
-        a = np.broadcast_to(a, (a.shape[0],) + b.shape)
-        return np.concatenate([a.astype(dtype), b[None].astype(dtype)])
+        b = xp.broadcast_to(b, np.broadcast_shapes(tuple(a.shape[1:]), tuple(b.shape)))
+        a = xp.broadcast_to(a, (a.shape[0],) + tuple(b.shape))
+        return xp.concatenate([xp.astype(a, dtype), xp.astype(b[None], dtype)])
 
     def axes(f, a, b):
         from ..tra.relation import ChunkAxis
@@ -139,8 +147,9 @@ def _pack(count, dtype):
 
 def _unpack(name, apply, dtypes, out_dtype):
     def fn(packed, last):
-        parts = [packed[i].astype(dt) for i, dt in enumerate(dtypes[:-1])]
-        return np.asarray(apply(*parts, last))
+        xp = npx(packed, last)
+        parts = [xp.astype(packed[i], dt) for i, dt in enumerate(dtypes[:-1])]
+        return xp.asarray(apply(*parts, last))
     return Fn(name, fn, 2, axes=lambda f, a, b: broadcast_axes(f, a[1:], b), dtype=out_dtype)
 
 
@@ -155,10 +164,21 @@ def apply_ufunc(ufunc, *args, out=None, **kwargs):
     kwargs.pop("where", None)
     name = ufunc.__name__ + (f"[{kwargs}]" if kwargs else "")
     if ufunc.nout > 1:
-        return tuple(elementwise(f"{name}.{i}", lambda *v, i=i: ufunc(*v, **kwargs)[i], *args)
+        return tuple(elementwise(f"{name}.{i}", _on_chunks(ufunc, kwargs, i), *args)
                      for i in range(ufunc.nout))
     facts = _FACTS.get(ufunc) if not kwargs else None
-    return elementwise(name, lambda *v: ufunc(*v, **kwargs), *args, facts=facts)
+    return elementwise(name, _on_chunks(ufunc, kwargs), *args, facts=facts)
+
+
+def _on_chunks(ufunc, kwargs, index=None):
+    """``ufunc(*values, **kwargs)`` (output ``index``) run by the chunks' own library."""
+    def call(*values):
+        if backends.backend_of(*values) is backends.NUMPY:
+            out = ufunc(*values, **kwargs)
+        else:
+            out = getattr(npx(*values), ufunc.__name__)(*values, **kwargs)
+        return out if index is None else out[index]
+    return call
 
 
 def _ufunc(u):
@@ -185,12 +205,12 @@ def where(condition, x=None, y=None):
     if x is None and y is None:
         raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; "
                                   "pass x and y")
-    return elementwise("where", np.where, condition, x, y)
+    return elementwise("where", lambda c, u, v: npx(c, u, v).where(c, u, v), condition, x, y)
 
 
 def clip(a, a_min=None, a_max=None, **kwargs):
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
-    return elementwise("clip", lambda v, lo, hi: np.clip(v, lo, hi), a, a_min, a_max)
+    return elementwise("clip", lambda v, lo, hi: npx(v, lo, hi).clip(v, lo, hi), a, a_min, a_max)
 
 
 def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
@@ -199,35 +219,51 @@ def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according to the rule {casting!r}")
     if x.dtype == dtype:  # RelArrays are immutable: no copy needed
         return x
-    return elementwise(f"astype[{dtype}]", lambda v: v.astype(dtype), x, dtype=dtype)
+    return elementwise(f"astype[{dtype}]", lambda v: npx(v).astype(v, dtype), x, dtype=dtype)
+
+
+def to_backend(x, backend, device=None):
+    """``x`` with chunks of another library: ``"numpy"``, ``"cupy"`` or ``"torch"`` (a TRA
+    ``Transform`` with a conversion kernel, run where each chunk is). ``device`` (torch: e.g.
+    ``"cuda"``; CuPy: a device number) defaults to the worker's default device."""
+    from ..tra import Transform
+    from .relations import asarray as _asarray
+    x = _asarray(x)
+    name = backends.get(backend).name
+    if x.expr.type.backend == name and device is None:
+        return x
+    expr = Transform(x.expr, ToBackend(name, device))
+    if expr.type.backend != name:  # until Transform asks its kernel (Kernel.out_backend)
+        expr.type = expr.type.with_(backend=name)
+    return wrap(expr, x)
 
 
 def around(x, decimals=0):
-    return elementwise(f"round[{decimals}]", lambda v: np.round(v, decimals), x)
+    return elementwise(f"round[{decimals}]", lambda v: npx(v).round(v, decimals), x)
 
 
 round = around  # noqa: A001
 
 
 def real(x):
-    return elementwise("real", np.real, x)
+    return elementwise("real", lambda v: npx(v).real(v), x)
 
 
 def imag(x):
-    return elementwise("imag", np.imag, x)
+    return elementwise("imag", lambda v: npx(v).imag(v), x)
 
 
 def angle(x, deg=False):
-    return elementwise("angle", lambda v: np.angle(v, deg=deg), x)
+    return elementwise("angle", lambda v: npx(v).angle(v, deg=deg), x)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return elementwise("isclose", lambda u, v: np.isclose(u, v, rtol, atol, equal_nan), a, b)
+    return elementwise("isclose", lambda u, v: npx(u, v).isclose(u, v, rtol, atol, equal_nan), a, b)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    return elementwise("nanToNum", lambda v: np.nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), x)
+    return elementwise("nanToNum", lambda v: npx(v).nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), x)
 
 
-__all__ = UFUNCS + ["abs", "where", "clip", "astype", "around", "round", "real", "imag", "angle",
+__all__ = UFUNCS + ["abs", "where", "clip", "astype", "to_backend", "around", "round", "real", "imag", "angle",
                     "isclose", "nan_to_num", "apply_ufunc"]

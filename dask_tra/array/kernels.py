@@ -4,29 +4,55 @@ Each declares its output chunk axes from its input axes, so every operator built
 knows its chunk shapes from metadata. Kernels never see keys: anything that depends on
 where a chunk sits (offsets, slices) reaches them as data, through a join with a small
 parameter relation (see ``relations.param_relation``).
+
+Kernels never import a chunk library: they are written against NumPy's API and get it from
+their chunks, ``xp = npx(*chunks)`` (NumPy itself for NumPy chunks; CuPy; for torch, NumPy's
+functions with NumPy's type promotion, from ``dask_tra.backends``). ``Fn`` aligns its inputs
+(NumPy parameter chunks join the data's library and device) and casts a non-NumPy output to
+its declared dtype, so chunks always have the dtype their metadata says.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import backends
 from ..tra.kernels import Einsum, Kernel
 from ..tra.kernels import broadcast_axes as _tra_broadcast_axes
 from ..tra.relation import ChunkAxis
 
 
+def npx(*chunks):
+    """The NumPy-style namespace of some chunks (NumPy's names and semantics, in their library)."""
+    return backends.numpy_like(*chunks)
+
+
+def dtype_of(chunk) -> np.dtype:
+    """A chunk's dtype as a NumPy dtype (whatever its library)."""
+    return backends.dtype_of(chunk)
+
+
 class Fn(Kernel):
     """A chunk function with declared facts: ``axes(frontier, *in_axes)`` gives the output
-    chunk axes (default: those of input 0), ``dtype`` the output dtype."""
+    chunk axes (default: those of input 0), ``dtype`` the output dtype. Inputs at positions
+    ``host_args`` are parameter chunks the function reads on the host (offsets, index lists):
+    they stay NumPy arrays whatever the data's library."""
 
     def __init__(self, name, fn, arity=1, axes=None, dtype=None, associative=False,
-                 commutative=False, distributes_over=()):
+                 commutative=False, distributes_over=(), host_args=()):
         self.name, self.fn, self.arity = name, fn, arity
+        self.host_args = tuple(host_args)
         self._axes, self._dtype = axes, None if dtype is None else np.dtype(dtype)
         self.associative, self.commutative = associative, commutative
         self.distributes_over = frozenset(distributes_over)
 
     def __call__(self, *chunks):
-        return self.fn(*chunks)
+        b, chunks = backends.align(*chunks, keep=getattr(self, "host_args", ()))
+        out = self.fn(*chunks)
+        if b is backends.NUMPY or self._dtype is None:
+            return out
+        if not b.owns(out):  # a scalar result: back into the chunks' library and device
+            out = b.asarray(out, device=b.device_of(next(c for c in chunks if b.owns(c))))
+        return b.coerce(out, self._dtype)
 
     def out_axes(self, frontier, *in_axes):
         return tuple(self._axes(frontier, *in_axes)) if self._axes else tuple(in_axes[0])
@@ -43,7 +69,7 @@ class Permute(Kernel):
         self.name = f"transpose{list(self.perm)}"
 
     def __call__(self, chunk):
-        return np.transpose(chunk, self.perm)
+        return npx(chunk).transpose(chunk, self.perm)
 
     def out_axes(self, frontier, axes):
         return tuple(axes[p] for p in self.perm)
@@ -64,7 +90,7 @@ class Reshape(Kernel):
         return s if isinstance(s, int) else shape[s[0]] * s[1] // s[2]
 
     def __call__(self, chunk):
-        return np.reshape(chunk, tuple(self._extent(s, chunk.shape) for s in self.spec))
+        return npx(chunk).reshape(chunk, tuple(self._extent(s, chunk.shape) for s in self.spec))
 
     def out_axes(self, frontier, axes):
         return tuple(ChunkAxis.const(s) if isinstance(s, int) else
@@ -82,9 +108,11 @@ class ReduceChunk(Kernel):
         self.name = f"{op}{list(self.axes)}"
 
     def __call__(self, chunk):
-        kw = {"dtype": self.dtype} if self.op in ("sum", "prod", "nansum", "nanprod") else {}
-        out = getattr(np, self.op)(chunk, axis=self.axes, keepdims=True, **kw)
-        return np.asarray(out).astype(self.dtype, copy=False)
+        b = backends.backend_of(chunk)
+        out = b.reduce(self.op, chunk, axis=self.axes, keepdims=True, dtype=self.dtype)
+        if b is backends.NUMPY:
+            return np.asarray(out).astype(self.dtype, copy=False)
+        return b.coerce(out, self.dtype)
 
     def out_axes(self, frontier, axes):
         return tuple(ChunkAxis.const(1) if i in self.axes else ax for i, ax in enumerate(axes))
@@ -116,4 +144,33 @@ class ExtendedEinsum(Einsum):
         return self._dtype
 
 
-__all__ = ["Fn", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "broadcast_axes", "along"]
+class ToBackend(Kernel):
+    """Convert a chunk to another library (``RelArray.to_backend``): DLPack between device
+    libraries (no copy), an explicit host copy only to or from NumPy."""
+
+    def __init__(self, backend, device=None):
+        self.backend = backends.get(backend).name
+        self.device = None if device is None else str(device)
+        self.name = f"to_{self.backend}" + (f"[{self.device}]" if self.device else "")
+
+    def __call__(self, chunk):
+        return backends.convert(chunk, self.backend, self.device)
+
+    def out_axes(self, frontier, axes):
+        return tuple(axes)
+
+    def out_dtype(self, dtype):
+        return np.dtype(dtype)
+
+    def out_backend(self, *in_backends):
+        return self.backend
+
+    def __eq__(self, other):
+        return isinstance(other, ToBackend) and (other.backend, other.device) == (self.backend, self.device)
+
+    def __hash__(self):
+        return hash(("to_backend", self.backend, self.device))
+
+
+__all__ = ["Fn", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "ToBackend", "broadcast_axes", "along",
+           "npx", "dtype_of"]

@@ -131,7 +131,8 @@ class ArrayMethods:
         raise TypeError("RelArrays are immutable: use dask_tra.array.where(mask, value, x) instead")
 
     def __array__(self, dtype=None, copy=None):
-        out = np.asarray(self.compute())
+        from ..backends import to_numpy
+        out = to_numpy(self.compute())  # CuPy/torch results: the explicit copy to host
         return out if dtype is None else out.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -170,7 +171,7 @@ for _py, _convert in (("bool", bool), ("int", int), ("float", float), ("complex"
     setattr(ArrayMethods, f"__{_py}__", _scalar(_convert))
 for _name in ("astype", "sum", "prod", "mean", "var", "std", "min", "max", "argmin", "argmax", "any", "all",
               "cumsum", "cumprod", "dot", "swapaxes", "squeeze", "ravel", "rechunk", "round", "clip", "conj",
-              "repeat"):
+              "repeat", "to_backend"):
     setattr(ArrayMethods, _name, _method(_name))
 ArrayMethods.conjugate = ArrayMethods.conj
 del _py, _name, _convert

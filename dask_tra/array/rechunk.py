@@ -28,7 +28,7 @@ import numpy as np
 from ..tra import Concat, Filter, Join, ReKey, Tile
 from ..tra.keyfuncs import KeyMap, KeyPred
 from ..tra.relation import ChunkAxis
-from .kernels import Fn, along
+from .kernels import Fn, along, npx
 from .relations import Rel, grid, offsets, param_relation, rel_of
 
 
@@ -53,11 +53,12 @@ def _take(axis):
     def take(chunk, p):
         if p.shape[0] == 4 and p[3] == -1:
             start, step, n = int(p[0]), int(p[1]), int(p[2])
-            stop = start + step * (n - 1) + (1 if step > 0 else -1)
+            last = start + step * (n - 1)
             index = [slice(None)] * chunk.ndim
-            index[axis] = slice(start, stop if stop >= 0 else None, step)
-            return chunk[tuple(index)]
-        return np.take(chunk, p, axis=axis)
+            index[axis] = slice(min(start, last), max(start, last) + 1, abs(step))
+            out = chunk[tuple(index)]  # a reversed run: the forward slice, flipped (torch has no negative steps)
+            return out if step > 0 else npx(out).flip(out, axis)
+        return npx(chunk).take(chunk, p, axis=axis)
     return take
 
 
@@ -102,7 +103,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
         loc = by_old[ci][k] if k < len(by_old[ci]) else local[:0]
         chunks[(ci, k)], sizes[ci, k] = _encode(loc), len(loc)
     P = param_relation(chunks, (p, q), what="pieces")
-    take = Fn(f"take[{axis}]", _take(axis), 2, dtype=t.dtype,
+    take = Fn(f"take[{axis}]", _take(axis), 2, dtype=t.dtype, host_args=(1,),
               axes=lambda f, xa, pa: along(xa, axis, ChunkAxis((axis, n), sizes)))
     expr = Join(expr, P.expr, (axis,), (0,), take)
     place = {}  # (old, piece) -> (new block, position)

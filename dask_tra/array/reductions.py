@@ -24,11 +24,11 @@ from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
 from ..tra.relation import ChunkAxis
 from .elementwise import elementwise, isnan, logical_not, not_equal
-from .kernels import Fn, ReduceChunk, Reshape
+from .kernels import Fn, ReduceChunk, Reshape, dtype_of, npx
 from .relations import asarray, axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
-fmax = K.Elementwise("fmax", lambda xp, a, b: np.fmax(a, b), 2, associative=True, commutative=True)
-fmin = K.Elementwise("fmin", lambda xp, a, b: np.fmin(a, b), 2, associative=True, commutative=True)
+fmax = K.Elementwise("fmax", lambda xp, a, b: npx(a, b).fmax(a, b), 2, associative=True, commutative=True)
+fmin = K.Elementwise("fmin", lambda xp, a, b: npx(a, b).fmin(a, b), 2, associative=True, commutative=True)
 
 
 def reduction(x, axis, keepdims, init, merge, final=None, start=None, extra=None):
@@ -105,7 +105,7 @@ def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, *
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
     res = acc if dtype is not None or a.dtype.kind in "biu" else a.dtype
     n = _count(a, axis)
-    final = Fn(f"divide[{n}]", lambda s: _div(s, n).astype(res), dtype=res)
+    final = Fn(f"divide[{n}]", lambda s: npx(s).astype(_div(s, n), res), dtype=res)
     return reduction(a, axis, keepdims, lambda axes: ReduceChunk("sum", axes, acc), K.add, final)
 
 
@@ -128,11 +128,12 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def _moments_init(axes, dt):
     def fn(c):
+        xp = npx(c)
         n = math.prod(c.shape[a] for a in axes)
-        m = np.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
+        m = xp.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
         d = c - m
-        m2 = np.sum((d * np.conj(d)).real if dt.kind == "c" else d * d, axis=axes, keepdims=True, dtype=dt)
-        return np.stack([np.full_like(m, n), m, m2])
+        m2 = xp.sum(xp.real(d * xp.conj(d)) if dt.kind == "c" else d * d, axis=axes, keepdims=True, dtype=dt)
+        return xp.stack([xp.full_like(m, n), m, m2])
 
     def axes_fn(f, ax):
         return (ChunkAxis.const(3),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
@@ -140,13 +141,15 @@ def _moments_init(axes, dt):
 
 
 def _moments_merge(a, b):
-    na, nb = a[0].real, b[0].real
+    xp = npx(a, b)
+    na, nb = xp.real(a[0]), xp.real(b[0])
     n = na + nb
-    safe = np.where(n == 0, 1, n)
+    safe = xp.where(n == 0, 1, n)
     delta = b[1] - a[1]
     m = a[1] + delta * (nb / safe)
-    m2 = a[2] + b[2] + (delta * np.conj(delta)).real * (na * nb / safe)
-    return np.stack([n.astype(a.dtype), m, m2.astype(a.dtype)])
+    m2 = a[2] + b[2] + xp.real(delta * xp.conj(delta)) * (na * nb / safe)
+    dt = dtype_of(a)
+    return xp.stack([xp.astype(n, dt), m, xp.astype(m2, dt)])
 
 
 moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
@@ -161,9 +164,10 @@ def var(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=
     res = np.var(np.ones(2, a.dtype), dtype=dtype).dtype
 
     def fin(s):
+        xp = npx(s)
         with np.errstate(invalid="ignore", divide="ignore"):
-            v = (s[2].real / np.maximum(s[0].real - ddof, 0))
-        return (np.sqrt(v) if _root else v).astype(res)
+            v = (xp.real(s[2]) / xp.maximum(xp.real(s[0]) - ddof, 0))
+        return xp.astype(xp.sqrt(v) if _root else v, res)
     final = Fn("std" if _root else "var", fin, axes=lambda f, ax: ax[1:], dtype=res)
     return reduction(a, axis, keepdims, lambda axes: _moments_init(axes, acc), moments_merge, final)
 
@@ -177,35 +181,37 @@ def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=
 
 def _arg_init(op, axis, shape, dt):
     def fn(c, off):
+        xp = npx(c)
         red = tuple(range(c.ndim)) if axis is None else (axis,)
         kshape = tuple(1 if i in red else s for i, s in enumerate(c.shape))
         if math.prod(c.shape[i] for i in red) == 0:
-            return np.stack([np.zeros(kshape, dt), np.full(kshape, -1, dt)])
-        if axis is None:
-            local = np.unravel_index(getattr(np, op)(c), c.shape)
-            val = c[local]
+            return xp.stack([xp.zeros(kshape, dt), xp.full(kshape, -1, dt)])
+        if axis is None:  # the winner's position: a few integers, read on the host
+            local = np.unravel_index(int(getattr(xp, op)(c)), tuple(c.shape))
+            val = c[tuple(int(i) for i in local)]
             idx = np.ravel_multi_index(tuple(int(i) + int(o) for i, o in zip(local, off)), shape)
-            return np.stack([np.full(kshape, val, dt), np.full(kshape, idx, dt)])
-        local = getattr(np, op)(c, axis=axis, keepdims=True)
-        val = np.take_along_axis(c, local, axis)
-        return np.stack([val.astype(dt), (local + off[0]).astype(dt)])
+            return xp.stack([xp.full(kshape, val, dt), xp.full(kshape, int(idx), dt)])
+        local = getattr(xp, op)(c, axis=axis, keepdims=True)
+        val = xp.take_along_axis(c, local, axis)
+        return xp.stack([xp.astype(val, dt), xp.astype(local + int(off[0]), dt)])
 
     def axes_fn(f, ax, _):
         red = range(len(ax)) if axis is None else (axis,)
         return (ChunkAxis.const(2),) + tuple(ChunkAxis.const(1) if i in red else a for i, a in enumerate(ax))
-    return Fn(f"{op}Init", fn, 2, axes=axes_fn, dtype=dt)
+    return Fn(f"{op}Init", fn, 2, axes=axes_fn, dtype=dt, host_args=(1,))
 
 
 def _arg_merge(op):
     def fn(a, b):
-        va, ia, vb, ib = a[0], a[1].real, b[0], b[1].real
-        cmp = (va < vb) if op == "argmin" else (va > vb)
+        xp = npx(a, b)
+        va, ia, vb, ib = a[0], xp.real(a[1]), b[0], xp.real(b[1])
+        cmp = xp.less(va, vb) if op == "argmin" else xp.greater(va, vb)
         better = cmp | ((va == vb) & (ia < ib))
-        if a.dtype.kind in "fc":
-            na, nb = np.isnan(va), np.isnan(vb)
-            better = np.where(na | nb, na & (~nb | (ia < ib)), better)
-        better = np.where(ib < 0, True, np.where(ia < 0, False, better))
-        return np.where(better[None], a, b)
+        if dtype_of(a).kind in "fc":
+            na, nb = xp.isnan(va), xp.isnan(vb)
+            better = xp.where(na | nb, na & (~nb | (ia < ib)), better)
+        better = xp.where(ib < 0, True, xp.where(ia < 0, False, better))
+        return xp.where(better[None], a, b)
     return Fn(f"{op}Merge", fn, 2, associative=True, commutative=True)
 
 
@@ -223,7 +229,8 @@ def _arg(op):
                                                                              else (a.numblocks[ax],))},
                            tuple(a.numblocks[d] for d in dims), what="offsets")
         start = Join(a.expr, P.expr, dims, tuple(range(len(dims))), _arg_init(op, ax, a.shape, dt))
-        final = Fn("index", lambda s: s[1].real.astype(np.intp), axes=lambda f, x: x[1:], dtype=np.intp)
+        final = Fn("index", lambda s: npx(s).astype(npx(s).real(s[1]), np.intp), axes=lambda f, x: x[1:],
+                   dtype=np.intp)
         return reduction(a, axis, keepdims, None, _arg_merge(op), final, start=start, extra=P.sources)
     reduce.__name__ = op
     return reduce
@@ -247,7 +254,7 @@ def _scan(op):
             x, axis = reshape(x, (-1,)), 0
         axis = axis_of(axis, x.ndim)
         dt = check_dtype(getattr(np, op)(np.zeros(1, x.dtype), dtype=dtype).dtype)
-        local = Transform(x.expr, Fn(f"{op}[{axis}]", lambda c: getattr(np, op)(c, axis=axis, dtype=dt),
+        local = Transform(x.expr, Fn(f"{op}[{axis}]", lambda c: getattr(npx(c), op)(c, axis=axis, dtype=dt),
                                      dtype=dt))
         p = x.numblocks[axis]
         if p == 1:
@@ -255,7 +262,7 @@ def _scan(op):
         totals = Transform(x.expr, ReduceChunk(total, (axis,), dt))
         mask = param_relation({(i, j): i < j for i, j in grid((p, p))}, (p, p), np.bool_, "before")
         pick = K.mul if op == "cumsum" else K.Elementwise(
-            "prefixFactor", lambda xp, t, m: np.where(m, t, np.ones_like(t)), 2, dtype=dt)
+            "prefixFactor", lambda xp, t, m: npx(t, m).where(m, t, npx(t, m).ones_like(t)), 2, dtype=dt)
         n = x.ndim
         prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick),
                            [d if d != axis else n for d in range(n)], agg)

@@ -41,7 +41,22 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 def wrap(expr, *parents, extra=None):
     """A RelArray over ``expr`` reading the sources of ``parents``."""
     from ..core import RelArray
-    return RelArray(expr, rel_of(*parents, extra=extra))
+    return RelArray(_chunk_backend(expr, parents), rel_of(*parents, extra=extra))
+
+
+def _chunk_backend(expr, parents):
+    """Kernels run in the library of their non-NumPy operands (NumPy ones join it), so a result
+    built from a torch/CuPy array holds such chunks even when a NumPy operand came first (a Join
+    takes its left input's backend). Record that on the result's type; conversions
+    (``to_backend``) say their own."""
+    from .kernels import ToBackend
+    if expr.type.backend != "numpy" or isinstance(getattr(expr, "kernel", None), ToBackend):
+        return expr
+    names = {getattr(p, "expr", p).type.backend for p in parents if hasattr(getattr(p, "expr", p), "type")}
+    names.discard("numpy")
+    if len(names) == 1:
+        expr.type = expr.type.with_(backend=names.pop())
+    return expr
 
 
 def is_array(x) -> bool:
@@ -118,20 +133,31 @@ def param_relation(chunks: dict, frontier, dtype=np.int64, what="param") -> Rel:
 
 
 class BlockSource(Source):
-    """Chunks made on their site by ``make(kind, shape, offsets, params)`` (arange, eye, ...)."""
+    """Chunks made on their site by ``make(kind, shape, offsets, params)`` (arange, eye, ...),
+    in the library of ``backend`` (made with NumPy, then converted: same values everywhere)."""
 
-    def __init__(self, kind, shape, chunks, dtype, params=()):
+    def __init__(self, kind, shape, chunks, dtype, params=(), backend="numpy", device=None):
         self.kind, self.params, self.chunks = kind, tuple(params), chunks
         self.dtype = np.dtype(dtype)
-        self.input = Input(fresh_name(kind), RelationType.from_chunks(chunks, self.dtype))
+        self.backend, self.device = backend, device
+        self.input = Input(fresh_name(kind), RelationType.from_chunks(chunks, self.dtype, backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
         offsets = tuple(sum(c[:i]) for c, i in zip(self.chunks, key))
-        return (make_block, self.kind, shape, offsets, self.dtype.str, self.params)
+        args = (make_block, self.kind, shape, offsets, self.dtype.str, self.params)
+        return args if self.backend == "numpy" else args + (self.backend, self.device)
 
 
-def make_block(kind, shape, offsets, dtype, params):
+def make_block(kind, shape, offsets, dtype, params, backend="numpy", device=None):
+    out = _make_block(kind, shape, offsets, dtype, params)
+    if backend == "numpy":
+        return out
+    from .. import backends
+    return backends.get(backend).from_numpy(np.ascontiguousarray(out), device)
+
+
+def _make_block(kind, shape, offsets, dtype, params):
     if kind == "arange":
         start, step = params
         return (start + (offsets[0] + np.arange(shape[0])) * step).astype(dtype)

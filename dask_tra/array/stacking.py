@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tra import Join
 from ..tra.relation import ChunkAxis
-from .kernels import Fn, along
+from .kernels import Fn, along, npx
 from .rechunk import even_chunks, gather, rechunk_axes
 from .relations import asarray, axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
@@ -60,7 +60,7 @@ def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
             expr = e
             continue
         total = tuple(int(s) for s in sizes)
-        kernel = Fn(f"concatenate[{axis}]", lambda u, v: np.concatenate([u, v], axis=axis), 2,
+        kernel = Fn(f"concatenate[{axis}]", lambda u, v: npx(u, v).concatenate([u, v], axis=axis), 2,
                     axes=lambda f, u, v, total=total: along(u, axis, ChunkAxis.along(axis, total)))
         expr = Join(expr, e, range(nd), range(nd), kernel)
     starts = offsets(sizes)

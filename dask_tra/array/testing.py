@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backends
 from ..tra import assemble, evaluate
 
 DTYPES = ("float64", "float32", "int64", "int32", "bool", "complex128")
@@ -15,8 +16,9 @@ def reference(x):
     inputs = {name: {k: src.chunk(k) for k in src.type.iter_keys()} for name, src in x.sources.items()}
     rel = evaluate(x.expr, inputs)
     for k, c in rel.items():
-        assert np.asarray(c).dtype == x.dtype, f"chunk {k} has dtype {np.asarray(c).dtype}, metadata {x.dtype}"
-    return assemble(x.expr.type, rel).reshape(x.shape)
+        dt = backends.dtype_of(c) if hasattr(c, "dtype") else np.asarray(c).dtype
+        assert dt == x.dtype, f"chunk {k} has dtype {dt}, metadata {x.dtype}"
+    return assemble(x.expr.type, {k: backends.to_numpy(c) for k, c in rel.items()}).reshape(x.shape)
 
 
 def assert_eq(x, expected, rtol=1e-7, atol=1e-12, check_dtype=True, check_reference=True):
@@ -25,7 +27,10 @@ def assert_eq(x, expected, rtol=1e-7, atol=1e-12, check_dtype=True, check_refere
     assert x.shape == expected.shape, f"shape {x.shape} != {expected.shape}"
     if check_dtype:
         assert x.dtype == expected.dtype, f"dtype {x.dtype} != {expected.dtype}"
-    got = np.asarray(x.compute())
+    got = x.compute()
+    lib = backends.backend_of_type(got)
+    assert lib in ("numpy", x.expr.type.backend), f"computed a {lib} array, metadata says {x.expr.type.backend}"
+    got = backends.to_numpy(got)
     assert got.shape == expected.shape, f"computed shape {got.shape} != {expected.shape}"
     assert got.dtype == x.dtype, f"computed dtype {got.dtype} != metadata dtype {x.dtype}"
     _close(got, expected, rtol, atol)

@@ -4,14 +4,29 @@ A source binds one TRA ``Input`` to data: a NumPy (or CuPy/torch) array in the c
 a seeded random generator (chunks made on whichever site the plan chooses), a
 dask.array (its graph is merged in, nothing is computed), or persisted futures (already
 placed on the cluster: planned where they are).
+
+Chunks keep their library: ``from_array`` of a CuPy array or torch tensor cuts it into CuPy
+or torch blocks, a dask.array whose meta is CuPy stays on the GPU, and random and constant
+chunks are made in the library of ``dask_tra.config.get("backend")`` (read when the array is
+created) on the worker that needs them. Random values are drawn from NumPy's generator
+seeded by ``(seed, *key)`` then created in the chunk library, so every backend draws the
+same values (see ``dask_tra.backends.Backend.random``).
+
+Importing this module also teaches Dask about torch chunks (``sizeof`` counts a tensor's
+bytes; ``concatenate3`` glues torch blocks with ``torch.cat``): it runs on every worker
+that runs a dask_tra task, and ``ArraySource.scattered`` registers a worker plugin doing it
+before torch blocks are scattered.
 """
 from __future__ import annotations
 
 import itertools
+import sys
 import uuid
+import weakref
 
 import numpy as np
 
+from .. import backends, config
 from ..tra import Input, RelationType
 from ..tra.blocks import normalize_chunks
 
@@ -56,62 +71,84 @@ class Source:
 
 
 class ArraySource(Source):
-    """An in-memory array cut into dask-style chunks."""
+    """An in-memory array (NumPy, CuPy or torch) cut into dask-style chunks of its own library."""
 
     def __init__(self, x, chunks, name=None):
         self.array = x
-        self.chunks = normalize_chunks(chunks, x.shape)
-        t = RelationType.from_chunks(self.chunks, np.dtype(getattr(x, "dtype", np.float64)), _backend_of(x))
+        self.backend = backends.get(backends.backend_of_type(x))
+        self.chunks = normalize_chunks(chunks, tuple(x.shape))
+        dtype = backends.numpy_dtype(getattr(x, "dtype", np.dtype(np.float64)))
+        t = RelationType.from_chunks(self.chunks, dtype, self.backend.name)
         self.input = Input(name or fresh_name("from-array"), t)
 
     def task(self, key):
         return (_identity, self.array[_block_slices(self.chunks, key)])
 
     def scattered(self, client, sites: dict, workers) -> "PersistedSource":
-        """The blocks sent straight to the workers the plan puts them on (not inside the graph)."""
+        """The blocks sent straight to the workers the plan puts them on (not inside the graph).
+        Each block is its own contiguous copy (a torch view would drag its whole base along)."""
+        if self.backend.name != "numpy":
+            register_worker_dispatch(client)
         by_worker = {}
         for key, site in sites.items():
             by_worker.setdefault(workers[site], []).append(key)
         futures = {}
         for worker, keys in by_worker.items():
-            blocks = [self.array[_block_slices(self.chunks, k)] for k in keys]
+            blocks = [self.backend.block(self.array, _block_slices(self.chunks, k)) for k in keys]
             futures.update(zip(keys, client.scatter(blocks, workers=[worker], hash=False)))
         return PersistedSource(self.type, futures, name=self.input.name)
 
 
-class RandomSource(Source):
-    """Seeded random chunks: chunk ``key`` is drawn from a generator seeded by (seed, *key)."""
+def _creation_backend(backend, device):
+    """(backend name, device) for created chunks: the arguments, else ``config`` at creation."""
+    name = backends.get(backend if backend is not None else config.get("backend")).name
+    return name, device if device is not None else config.get("device")
 
-    def __init__(self, method, shape, chunks, seed, dtype=np.float64, name=None, **params):
+
+class RandomSource(Source):
+    """Seeded random chunks: chunk ``key`` is drawn from NumPy's generator seeded by (seed, *key),
+    then made a chunk of the backend (``config`` "backend"/"device" when created)."""
+
+    def __init__(self, method, shape, chunks, seed, dtype=np.float64, name=None, *, backend=None,
+                 device=None, **params):
         self.method, self.params, self.seed = method, params, int(seed)
         self.chunks = normalize_chunks(chunks, shape)
         self.dtype = np.dtype(dtype)
+        self.backend, self.device = _creation_backend(backend, device)
         self.input = Input(name or fresh_name(f"random-{method.replace('_', '-')}"),
-                           RelationType.from_chunks(self.chunks, self.dtype))
+                           RelationType.from_chunks(self.chunks, self.dtype, self.backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
-        return (random_chunk, self.method, (self.seed,) + tuple(key), shape, self.dtype.str,
+        args = (random_chunk, self.method, (self.seed,) + tuple(key), shape, self.dtype.str,
                 tuple(sorted(self.params.items())))
+        return args if self.backend == "numpy" else args + (self.backend, self.device)
 
 
-def random_chunk(method, seed, shape, dtype, params):
-    rng = np.random.default_rng(list(seed))
-    out = getattr(rng, method)(size=shape, **dict(params))
-    return np.asarray(out).astype(dtype, copy=False)
+def random_chunk(method, seed, shape, dtype, params, backend="numpy", device=None):
+    return backends.get(backend).random(method, seed, shape, np.dtype(dtype), params, device)
 
 
 class ConstantSource(Source):
-    """Chunks filled with one value (zeros, ones, full, empty)."""
+    """Chunks filled with one value (zeros, ones, full, empty), made on their worker in the
+    backend's library."""
 
-    def __init__(self, value, shape, chunks, dtype, name=None):
+    def __init__(self, value, shape, chunks, dtype, name=None, *, backend=None, device=None):
         self.value, self.dtype = value, np.dtype(dtype)
         self.chunks = normalize_chunks(chunks, shape)
-        self.input = Input(name or fresh_name("full"), RelationType.from_chunks(self.chunks, self.dtype))
+        self.backend, self.device = _creation_backend(backend, device)
+        self.input = Input(name or fresh_name("full"),
+                           RelationType.from_chunks(self.chunks, self.dtype, self.backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
-        return (np.full, shape, self.value, self.dtype)
+        if self.backend == "numpy":
+            return (np.full, shape, self.value, self.dtype)
+        return (full_chunk, shape, self.value, self.dtype.str, self.backend, self.device)
+
+
+def full_chunk(shape, value, dtype, backend, device=None):
+    return backends.get(backend).full(shape, value, np.dtype(dtype), device)
 
 
 class DaskSource(Source):
@@ -122,7 +159,7 @@ class DaskSource(Source):
         self.array = x
         self.chunks = tuple(tuple(int(c) for c in cs) for cs in x.chunks)
         meta = meta_from_array(x._meta)
-        t = RelationType.from_chunks(self.chunks, x.dtype, _backend_of(meta))
+        t = RelationType.from_chunks(self.chunks, x.dtype, backends.backend_of_type(meta))
         self.input = Input(fresh_name("from-dask"), t)
         self.graph = x.__dask_graph__()
 
@@ -184,5 +221,61 @@ def _identity(x):
 
 
 def _backend_of(x) -> str:
-    mod = type(x).__module__.split(".")[0]
-    return {"cupy": "cupy", "torch": "torch"}.get(mod, "numpy")
+    return backends.backend_of_type(x)
+
+
+# ---------------------------------------------------------------- Dask's dispatch for chunk libraries
+
+def _register_torch():
+    """``sizeof`` of a tensor is its elements' bytes (Dask's default counts ~80 bytes), and
+    ``concatenate3`` (a computed RelArray's finalize) glues torch blocks with ``torch.cat``."""
+    from dask.array.dispatch import concatenate_lookup
+    from dask.sizeof import sizeof
+
+    @sizeof.register_lazy("torch")
+    def _register_sizeof():
+        import torch
+
+        @sizeof.register(torch.Tensor)
+        def sizeof_torch(t):
+            return backends.get("torch").sizeof(t)
+
+    @concatenate_lookup.register_lazy("torch")
+    def _register_concatenate():
+        import torch
+
+        @concatenate_lookup.register(torch.Tensor)
+        def concatenate_torch(arrays, axis=0):
+            return backends.get("torch").concat(list(arrays), axis=axis)
+
+    if sys.modules.get("torch") is not None:  # already imported: a lookup may have cached the default
+        _register_sizeof()
+        _register_concatenate()
+
+
+_register_torch()
+
+
+class _DispatchPlugin:
+    """Worker plugin: import this module on every worker (registering the dispatch above) before
+    scattered torch blocks arrive, so workers measure them right."""
+
+    name = "dask_tra-chunk-backends"
+    idempotent = True
+
+    def setup(self, worker):
+        import dask_tra.dask.sources  # noqa: F401  (registers sizeof/concatenate for torch)
+
+
+_registered: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def register_worker_dispatch(client):
+    """Install the dispatch registrations on the cluster's workers (once per client)."""
+    if client in _registered:
+        return
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    plugin = type("DaskTraChunkBackends", (_DispatchPlugin, WorkerPlugin), {})()
+    client.register_plugin(plugin, name=_DispatchPlugin.name)
+    _registered.add(client)

@@ -1,10 +1,15 @@
 """Chunk kernels: the functions TRA operators apply to chunks, with the facts rules need.
 
-A kernel knows how to run on chunks of any library (through the chunks' array
-namespace), how its output chunk axes follow from its input axes (so shapes are
-known from metadata), its output dtype, its flop count, and algebraic facts:
-associative, commutative, and which kernels it distributes over. Rewrite rules
-may fire only when these facts allow.
+A kernel knows how to run on chunks of any library (through the chunks' backend,
+``dask_tra.backends``: NumPy, CuPy or torch), how its output chunk axes follow from its
+input axes (so shapes are known from metadata), its output dtype, its flop count, and
+algebraic facts: associative, commutative, and which kernels it distributes over.
+Rewrite rules may fire only when these facts allow.
+
+Kernels never import a chunk library. Their inputs are aligned first (``backends.align``:
+NumPy operands such as parameter chunks join the other operands' library and device), and
+on non-NumPy chunks the output is cast to the dtype the metadata (NumPy's rules) promises,
+so a torch or CuPy chunk always has the dtype ``out_dtype`` says.
 """
 from __future__ import annotations
 
@@ -13,14 +18,19 @@ import string
 
 import numpy as np
 
+from .. import backends
 from .errors import ChunkShapeError, TRAError
 from .relation import ChunkAxis, unify_axes
 
 
 def namespace(*chunks):
-    """The array namespace (numpy, cupy, torch, ...) of some chunks."""
-    from array_api_compat import array_namespace
-    return array_namespace(*chunks)
+    """The Array API namespace (numpy, cupy, torch, ...) of some chunks."""
+    return backends.namespace(*chunks)
+
+
+def _in_dtypes(chunks):
+    """NumPy dtypes of chunks of any library (Python scalars stay Python values: weak)."""
+    return [c if type(c) in (int, float, complex) else backends.weak_or_dtype(c) for c in chunks]
 
 
 class Kernel:
@@ -49,6 +59,11 @@ class Kernel:
 
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
+
+    def out_backend(self, *in_backends) -> str:
+        """The backend name of the output chunks: the inputs' non-NumPy library, if any (NumPy
+        operands such as parameter relations join it). Conversion kernels override this."""
+        return next((b for b in in_backends if b != "numpy"), "numpy")
 
     def __repr__(self):
         return self.name
@@ -92,7 +107,14 @@ class Elementwise(Kernel):
         self._dtype = None if dtype is None else np.dtype(dtype)
 
     def __call__(self, *chunks):
-        return self.fn(namespace(*chunks), *chunks)
+        b, chunks = backends.align(*chunks)
+        if b is backends.NUMPY:
+            return self.fn(b.xp, *chunks)
+        if self._dtype is None:  # NumPy's promotion: compute in the result dtype
+            dt = np.result_type(*_in_dtypes(chunks))
+            chunks = tuple(b.coerce(c, dt) if hasattr(c, "dtype") else c for c in chunks)
+            return b.coerce(self.fn(b.xp, *chunks), dt)
+        return b.coerce(self.fn(b.xp, *chunks), self._dtype)
 
     def out_axes(self, frontier, *in_axes):
         return broadcast_axes(frontier, in_axes, self.name)
@@ -112,9 +134,11 @@ add = Elementwise("add", lambda xp, a, b: a + b, 2, associative=True, commutativ
 sub = Elementwise("subtract", lambda xp, a, b: a - b, 2)
 mul = Elementwise("multiply", lambda xp, a, b: a * b, 2, associative=True, commutative=True,
                   distributes_over={"add", "subtract"})
-maximum = Elementwise("maximum", lambda xp, a, b: xp.maximum(a, b), 2,
+# NumPy's maximum/minimum (complex numbers ordered lexicographically, NaN propagating) in
+# every library: the Array API's (and torch's) refuse complex operands
+maximum = Elementwise("maximum", lambda xp, a, b: backends.numpy_like(a, b).maximum(a, b), 2,
                       associative=True, commutative=True, distributes_over={"minimum"})
-minimum = Elementwise("minimum", lambda xp, a, b: xp.minimum(a, b), 2,
+minimum = Elementwise("minimum", lambda xp, a, b: backends.numpy_like(a, b).minimum(a, b), 2,
                       associative=True, commutative=True, distributes_over={"maximum"})
 identity = Elementwise("identity", lambda xp, a: a, 1)
 identity.identity_map = True
@@ -153,11 +177,21 @@ class Einsum(Kernel):
         self.distributes_over = frozenset({self.aggregate.name})
 
     def __call__(self, *chunks):
+        b, chunks = backends.align(*chunks)
+        if b is not backends.NUMPY:  # NumPy's promotion (torch refuses mixed dtypes)
+            dt = self.out_dtype(*_in_dtypes(chunks))
+            if self.plain:
+                chunks = tuple(b.coerce(c, dt) for c in chunks)
+            out = self._run(b, chunks)
+            return b.coerce(out, dt)
+        return self._run(b, chunks)
+
+    def _run(self, b, chunks):
         if self.plain:
             if self.name == "matmul":
-                return chunks[0] @ chunks[1]
-            return _einsum(namespace(*chunks), self.subscripts, *chunks)
-        return self._extended(namespace(*chunks), *chunks)
+                return b.matmul(chunks[0], chunks[1])
+            return b.einsum(self.subscripts, *chunks)
+        return self._extended(b.xp, *chunks)
 
     def _extended(self, xp, a, b):
         """combine(a, b) over the joint index space, then reduce the summed letters with aggregate."""
@@ -198,11 +232,8 @@ class Einsum(Kernel):
 
 
 def _einsum(xp, subscripts, *chunks):
-    fn = getattr(xp, "einsum", None)
-    if fn is None:  # array-api namespaces lack einsum; fall back to the chunk's own library
-        mod = type(chunks[0]).__module__.split(".")[0]
-        fn = __import__(mod).einsum
-    return fn(subscripts, *chunks)
+    """The chunks' own einsum (the Array API lacks one; each backend supplies it)."""
+    return backends.backend_of(*chunks).einsum(subscripts, *chunks)
 
 
 def _expand(xp, a, labels, letters):
@@ -230,8 +261,11 @@ class Reduce(Kernel):
         self.name = f"{op}{list(self.axes)}"
 
     def __call__(self, chunk):
-        xp = namespace(chunk)
-        return getattr(xp, self.op)(chunk, axis=self.axes, keepdims=self.keepdims)
+        b = backends.backend_of(chunk)
+        out = getattr(b.xp, self.op)(chunk, axis=self.axes, keepdims=self.keepdims)
+        if b is backends.NUMPY:
+            return out
+        return b.coerce(out, self.out_dtype(b.dtype_of(chunk)))
 
     def out_axes(self, frontier, axes):
         if any(a >= len(axes) for a in self.axes):
@@ -259,7 +293,11 @@ class Custom(Kernel):
         self._dtype = dtype
 
     def __call__(self, *chunks):
-        return self.fn(*chunks)
+        b, chunks = backends.align(*chunks)
+        out = self.fn(*chunks)
+        if b is backends.NUMPY or self._dtype is None:
+            return out
+        return b.coerce(out, self._dtype)
 
     def out_axes(self, frontier, *in_axes):
         return self._out_axes_fn(*in_axes) if self._out_axes_fn else tuple(in_axes[0])
@@ -271,9 +309,9 @@ class Custom(Kernel):
 def diag_kernel():
     """The papers' ``diag``: keep a square chunk's diagonal as a diagonal matrix."""
     def fn(a):
-        xp = namespace(a)
+        b = backends.backend_of(a)
         n = a.shape[0]
-        return a * xp.eye(n, dtype=a.dtype)
+        return a * b.np(b.device_of(a)).eye(n, dtype=b.dtype_of(a))
     return Custom("diag", fn)
 
 

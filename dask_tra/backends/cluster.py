@@ -1,0 +1,111 @@
+"""GPU workers and their memory, asked of a ``distributed.Client`` (used duck-typed: this module
+imports neither Dask nor a chunk library; the functions sent to workers import what is there).
+
+- ``gpu_workers(client)``: the workers that hold a GPU: started with ``--resources GPU=n``, or
+  reporting a GPU (dask-cuda's ``LocalCUDACluster``/``dask cuda worker`` report one through
+  NVML; otherwise the worker is asked whether CuPy or torch sees a device).
+- ``device_memory(client)``: {worker: total bytes of its GPU, or None}.
+- ``gpu_memory_limit(client, setting)``: bytes per site for GPU-resident chunks: ``setting``
+  itself when it is a number of bytes (> 1), else that fraction of the smallest GPU's memory.
+- ``site_memory_limit(host_limit, backends_used, client, setting)``: what a plan may use per
+  site: the host limit, or the smaller GPU limit when the plan's chunks live on GPUs.
+"""
+from __future__ import annotations
+
+DEVICE_BACKENDS = ("cupy",)  # chunks always in device memory (torch: only with device="cuda")
+
+
+def _worker_device_memory():
+    """Run on a worker: total bytes of the GPU this process uses, or None."""
+    import importlib.util
+    if importlib.util.find_spec("cupy") is not None:
+        try:
+            import cupy
+            if cupy.cuda.runtime.getDeviceCount() > 0:
+                return int(cupy.cuda.Device().mem_info[1])
+        except Exception:
+            pass
+    if importlib.util.find_spec("torch") is not None:
+        try:
+            import torch
+            if torch.cuda.is_available():
+                return int(torch.cuda.mem_get_info()[1])
+        except Exception:
+            pass
+    return None
+
+
+def _workers(client) -> dict:
+    return client.scheduler_info(n_workers=-1)["workers"]
+
+
+def device_memory(client, info=None) -> dict:
+    """{worker address: total GPU bytes or None}: NVML's report when the scheduler has it (dask-cuda
+    workers), else asked of the workers (CuPy, then torch)."""
+    info = _workers(client) if info is None else info
+    out, ask = {}, []
+    for addr, w in info.items():
+        total = ((w.get("gpu") or {}).get("memory-total") or
+                 ((w.get("metrics") or {}).get("gpu") or {}).get("memory-total"))
+        if total:
+            out[addr] = int(total)
+        else:
+            ask.append(addr)
+    if ask:
+        key = (id(client), tuple(sorted(ask)))
+        answers = _ASKED.get(key)
+        if answers is None:  # asked once per client and worker set (planning runs often)
+            answers = _ASKED[key] = client.run(_worker_device_memory, workers=ask)
+            while len(_ASKED) > 64:
+                _ASKED.pop(next(iter(_ASKED)))
+        out.update({a: (int(v) if v else None) for a, v in answers.items()})
+    return out
+
+
+_ASKED: dict = {}
+
+
+def gpu_workers(client, info=None) -> tuple:
+    """Sorted addresses of the workers with a GPU (the ``GPU`` resource, or a device reported by
+    NVML / CuPy / torch); empty when there are none."""
+    info = _workers(client) if info is None else info
+    marked = sorted(a for a, w in info.items() if (w.get("resources") or {}).get("GPU"))
+    if marked:
+        return tuple(marked)
+    return tuple(sorted(a for a, m in device_memory(client, info).items() if m))
+
+
+def gpu_memory_limit(client=None, setting=0.8, info=None):
+    """Bytes per site for chunks in GPU memory: ``setting`` bytes (a number > 1), or the fraction
+    ``setting`` (0 < setting <= 1) of the smallest GPU among the GPU workers; None when unknown."""
+    if setting is None:
+        return None
+    if setting > 1:
+        return int(setting)
+    if client is None:
+        return None
+    info = _workers(client) if info is None else info
+    gpus = gpu_workers(client, info)
+    mem = [m for a, m in device_memory(client, {a: info[a] for a in gpus}).items() if m]
+    return int(min(mem) * float(setting)) if mem else None
+
+
+def uses_device_memory(backends_used, device=None) -> bool:
+    """Whether chunks of these backends live in GPU memory (CuPy; torch with a CUDA device)."""
+    used = set(backends_used)
+    return bool(used & set(DEVICE_BACKENDS)) or ("torch" in used and str(device or "").startswith("cuda"))
+
+
+def site_memory_limit(host_limit, backends_used, client=None, setting=0.8, device=None, info=None):
+    """The per-site memory limit of a plan whose chunks are of ``backends_used``: ``host_limit``,
+    or the smaller GPU limit (``gpu_memory_limit``) when those chunks live on GPUs."""
+    if not uses_device_memory(backends_used, device):
+        return host_limit
+    gpu = gpu_memory_limit(client, setting, info)
+    if gpu is None:
+        return host_limit
+    return gpu if host_limit is None else min(int(host_limit), gpu)
+
+
+__all__ = ["gpu_workers", "device_memory", "gpu_memory_limit", "site_memory_limit", "uses_device_memory",
+           "DEVICE_BACKENDS"]

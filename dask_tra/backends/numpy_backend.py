@@ -1,0 +1,70 @@
+"""NumPy chunks: the reference backend (kernels behave exactly as NumPy)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Backend
+
+
+class _NumpyNamespace:
+    """NumPy itself, plus ``astype`` as a function (NumPy < 2.1 lacks ``np.astype``)."""
+
+    def __getattr__(self, name):
+        value = getattr(np, name)
+        self.__dict__[name] = value  # later lookups skip __getattr__
+        return value
+
+    @staticmethod
+    def astype(x, dtype, copy=True):
+        x = x if hasattr(x, "astype") else np.asarray(x)
+        return x.astype(np.dtype(dtype), copy=copy)
+
+    @staticmethod
+    def asarray(x, dtype=None):
+        return np.asarray(x, dtype=dtype)
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    module_name = "numpy"
+
+    def __init__(self):
+        self._ns = _NumpyNamespace()
+
+    @property
+    def module(self):
+        return np
+
+    def np(self, device=None):
+        return self._ns
+
+    def from_numpy(self, a, device=None):
+        return np.asarray(a)
+
+    def asarray(self, x, dtype=None, device=None):
+        from . import _backend_of_one
+        src = _backend_of_one(x)
+        if src is not None and src is not self:
+            x = src.to_numpy(x)
+        return np.asarray(x, dtype=dtype)
+
+    def full(self, shape, value, dtype, device=None):
+        return np.full(tuple(shape), value, np.dtype(dtype))
+
+    def astype(self, x, dtype, copy=False):
+        return self._ns.astype(x, dtype, copy=copy)
+
+    def concat(self, chunks, axis=0):
+        return np.concatenate(list(chunks), axis=axis)
+
+    def einsum(self, subscripts, *operands):
+        return np.einsum(subscripts, *operands)
+
+    def to_numpy(self, x):
+        return np.asarray(x)
+
+    def sizeof(self, x):
+        return int(np.asarray(x).nbytes)
+
+    def block(self, x, index):
+        return x[index]
