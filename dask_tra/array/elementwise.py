@@ -233,8 +233,6 @@ def to_backend(x, backend, device=None):
     if x.expr.type.backend == name and device is None:
         return x
     expr = Transform(x.expr, ToBackend(name, device))
-    if expr.type.backend != name:  # until Transform asks its kernel (Kernel.out_backend)
-        expr.type = expr.type.with_(backend=name)
     return wrap(expr, x)
 
 

@@ -41,22 +41,7 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 def wrap(expr, *parents, extra=None):
     """A RelArray over ``expr`` reading the sources of ``parents``."""
     from ..core import RelArray
-    return RelArray(_chunk_backend(expr, parents), rel_of(*parents, extra=extra))
-
-
-def _chunk_backend(expr, parents):
-    """Kernels run in the library of their non-NumPy operands (NumPy ones join it), so a result
-    built from a torch/CuPy array holds such chunks even when a NumPy operand came first (a Join
-    takes its left input's backend). Record that on the result's type; conversions
-    (``to_backend``) say their own."""
-    from .kernels import ToBackend
-    if expr.type.backend != "numpy" or isinstance(getattr(expr, "kernel", None), ToBackend):
-        return expr
-    names = {getattr(p, "expr", p).type.backend for p in parents if hasattr(getattr(p, "expr", p), "type")}
-    names.discard("numpy")
-    if len(names) == 1:
-        expr.type = expr.type.with_(backend=names.pop())
-    return expr
+    return RelArray(expr, rel_of(*parents, extra=extra))
 
 
 def is_array(x) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dask.collection import (DaskCollection, _finalize, _in_event_loop, _scatter_in_memory_inputs,
-                               input_placements, plan_cache_key)
+                               chunk_backends, input_placements, plan_cache_key)
 from ..dask.emit import emit
 from ..dask.sources import fresh_name
 from ..tra import Aggregate, Join, Transform
@@ -75,7 +75,7 @@ class Joint(DaskCollection):
         """(Plan, Sites), like ``RelArray.planned``; shared nodes in one layout if ``reuse``."""
         from .. import config
         from ..dask.sites import current_sites
-        where = current_sites(sites)
+        where = current_sites(sites, chunk_backends(self.expr))
         placements = input_placements(self.sources, where)
         cache_key = plan_cache_key(where, placements)
         cached = self._plans.get(cache_key)

@@ -21,7 +21,7 @@ class DaskCollection(DaskMethodsMixin):
 
     def planned(self, sites=None):
         """(Plan, Sites) for the current sites and input placements; cached."""
-        where = current_sites(sites)
+        where = current_sites(sites, chunk_backends(self.expr))
         placements = input_placements(self.sources, where) if self.expr.children else {}
         cache_key = plan_cache_key(where, placements)
         cached = self._plans.get(cache_key)
@@ -93,7 +93,11 @@ class DaskCollection(DaskMethodsMixin):
         """A dask.array over the emitted plan (lazy: nothing runs)."""
         import dask.array as da
         graph = self.__dask_graph__()
-        meta = np.empty((0,) * self.ndim, dtype=self.dtype)
+        if self.expr.type.backend == "cupy":  # dask.array knows CuPy metas (not torch ones)
+            from .. import backends
+            meta = backends.get("cupy").zeros((0,) * self.ndim, self.dtype)
+        else:
+            meta = np.empty((0,) * self.ndim, dtype=self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
 
 
@@ -107,6 +111,10 @@ def input_placements(sources, where) -> dict:
             if held is not None:
                 placements[name] = {k: tuple(where.site_of(a) for a in v) for k, v in held.items()}
     return placements
+
+
+def chunk_backends(expr) -> set:
+    return {n.type.backend for n in expr.walk()}
 
 
 def plan_cache_key(where, placements):

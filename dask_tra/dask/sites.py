@@ -25,18 +25,27 @@ def active_client():
         return None
 
 
-def current_sites(sites=None) -> Sites:
-    """Sites for planning now: an explicit count, else the active Client's workers, else config."""
+def current_sites(sites=None, backends=("numpy",)) -> Sites:
+    """Sites for planning now: an explicit count, else the active Client's workers, else config.
+
+    For GPU chunks (``backends`` holds "cupy", or a CUDA ``device`` is configured) the sites are
+    the workers with a GPU resource, and the per-site limit is the smaller of host and GPU memory.
+    """
+    from ..backends import cluster as gpu
     limit = config.get("memory_limit")
+    device, glimit = config.get("device"), config.get("gpu_memory_limit")
     if sites is not None:
-        return Sites(int(sites), None, limit)
+        return Sites(int(sites), None, gpu.site_memory_limit(limit, backends, None, glimit, device))
     client = active_client()
     if client is not None and client.status == "running":
         info = client.scheduler_info(n_workers=-1)["workers"]
+        if info and gpu.uses_device_memory(backends, device):
+            info = {a: info[a] for a in gpu.gpu_workers(client, info)} or info
         if info:
             workers = tuple(sorted(info))
             if limit is None:
                 limits = [w.get("memory_limit") or 0 for w in info.values()]
                 limit = min(limits) if all(limits) else None
+            limit = gpu.site_memory_limit(limit, backends, client, glimit, device, info)
             return Sites(len(workers), workers, limit, client)
-    return Sites(int(config.get("sites")), None, limit)
+    return Sites(int(config.get("sites")), None, gpu.site_memory_limit(limit, backends, None, glimit, device))

@@ -105,7 +105,7 @@ class Join(Expr):
         except ChunkShapeError as e:
             self._fail(ChunkShapeError, str(e))
         self.type = RelationType(frontier, axes, kernel.out_dtype(left.type.dtype, right.type.dtype),
-                                 left.type.backend)
+                                 kernel.out_backend(left.type.backend, right.type.backend))
 
     def out_key(self, lkey, rkey):
         rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
@@ -212,7 +212,8 @@ class Transform(Expr):
             axes = tuple(kernel.out_axes(t.frontier, t.axes))
         except ChunkShapeError as e:
             self._fail(ChunkShapeError, str(e))
-        self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), t.backend, t.keys)
+        self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend),
+                                 t.keys)
 
     def describe(self):
         return f"Transform({self.kernel.name})"
