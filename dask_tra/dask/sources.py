@@ -212,7 +212,7 @@ def _who_has(client, dask_keys: dict):
         holders = who.get(dk) or who.get(str(dk))
         if not holders:
             return None
-        out[k] = tuple(sorted(holders))[:1]
+        out[k] = tuple(sorted(holders))  # every replica: a move to a holder is free
     return out
 
 
