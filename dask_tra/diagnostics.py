@@ -16,6 +16,12 @@ def register(explain, computed=False):
             m.computed.append(explain)
 
 
+def unregister_computed(explain):
+    """Persisting also asks for the compute finalizer; it gathers nothing, so drop its gather."""
+    for m in _ACTIVE:
+        m.computed = [e for e in m.computed if e is not explain]
+
+
 class measure:
     """``with measure() as m: x.compute()`` then ``m.bytes_moved`` (worker-to-worker bytes,
     from the workers' incoming transfer logs) and ``m.predicted_bytes`` (the plans built

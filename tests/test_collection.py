@@ -66,3 +66,12 @@ def test_repr_and_visualize_graph(ab):
     layers = list(z.dask.layers)
     assert any(n.startswith("tra-localjoin-matmul") for n in layers)
     assert z.__dask_keys__()[0][0] == (z.name, 0, 0)
+
+
+def test_to_dask_feeds_dask_array_operations(ab):
+    a, b = ab
+    z = dt.from_array(a, chunks=(5, 4)) @ dt.from_array(b, chunks=(4, 3))
+    d = z.to_dask()
+    assert z.name in d.__dask_graph__().layers  # the collection's layer exists
+    np.testing.assert_allclose((d.T @ d + 1).compute(), (a @ b).T @ (a @ b) + 1)
+    np.testing.assert_allclose(d.persist().compute(), a @ b)

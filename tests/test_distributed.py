@@ -108,3 +108,16 @@ def test_lazy_dask_array_inputs_are_made_where_the_plan_reads_them(client):
         got = z.compute()
     np.testing.assert_allclose(got, x.compute() @ y.compute(), rtol=1e-9, atol=1e-9)
     assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * m.predicted_bytes, (m.bytes_moved, m.predicted_bytes)
+
+
+def test_measure_counts_the_result_gather_only_when_computing(client):
+    x = dt.random.random((64, 64), chunks=16, seed=3)
+    z = x @ x
+    with dt.diagnostics.measure() as m:
+        p = z.persist()
+        wait(p)
+    assert m.predicted_bytes == z.explain().predicted_bytes  # no gather: results stay on workers
+    assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * m.predicted_bytes
+    with dt.diagnostics.measure() as m:
+        z.compute()
+    assert m.predicted_bytes == z.explain().predicted_bytes + z.explain().gather_bytes

@@ -83,6 +83,9 @@ class DaskCollection(DaskMethodsMixin):
         return _finalize, (self.ndim,)
 
     def __dask_postpersist__(self):
+        if self._last_explain is not None:  # persisting: dask gathers no result
+            from .. import diagnostics
+            diagnostics.unregister_computed(self._last_explain)
         return type(self)._from_persisted, (self.expr.type, self.name)
 
     @property

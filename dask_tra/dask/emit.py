@@ -77,6 +77,8 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
         name = f"tra-{stage_name(node)}-{token}-{node.uid}"
         if node.uid in fused.values():
             name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-'):]}-{token}-{node.uid}"
+        if node is plan and direct:
+            name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
         tasks, pins = {}, {}
         for key, copies in node.copies.items():
             for site, origin in copies:
@@ -120,7 +122,9 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
             outputs[ok] = Alias(ok, avail[(origin, site)])
             out_pins[ok] = site
     if outputs:
-        layers[output_name] = (outputs, out_pins)
+        tasks, pins = layers.setdefault(output_name, ({}, {}))
+        tasks.update(outputs)
+        pins.update(out_pins)
     _drop_unread_keeps(layers)
     return _graph(layers, layer_of, external, ext_pins, ext_name, workers), out_keys
 
