@@ -1,0 +1,183 @@
+"""``python -m benchmarks run ...``: run a suite, print the table, write Markdown, JSON and plots."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import sys
+import time
+
+from . import report
+from .competitors import FORCED, ClusterRunner, add_timed_run, run_cluster_competitor, run_single_competitor
+from .workloads import SUITES, describe_dims, input_bytes, missing_features
+
+ALL_COMPETITORS = ["numpy", "torch", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED] + ["dask.array"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a benchmark suite")
+    r.add_argument("--suite", default="paper", choices=sorted(SUITES))
+    r.add_argument("--workers", type=int, default=4)
+    r.add_argument("--net", default=None, metavar="RATE",
+                   help="emulate a cluster network shaped to RATE (tc units, e.g. 250mbit); needs root")
+    r.add_argument("--repeat", type=int, default=None, help="timed runs after the warm-up (default 3; 1 with --quick)")
+    r.add_argument("--quick", action="store_true", help="small sizes: a 1-2 minute smoke run")
+    r.add_argument("--only", default=None, help="comma-separated workload names")
+    r.add_argument("--competitors", default=",".join(ALL_COMPETITORS),
+                   help=f"comma-separated subset of {','.join(ALL_COMPETITORS)}")
+    r.add_argument("--inputs", choices=("persisted", "lazy"), default="persisted",
+                   help="persisted: inputs exist on the workers before the timed run, in one layout for "
+                        "every competitor (default); lazy: made inside the timed run, dask_tra making "
+                        "each block where its plan wants it")
+    r.add_argument("--memory-limit", default="2GiB", help="per worker")
+    r.add_argument("--out", default=os.path.join("docs", "benchmarks"))
+    r.add_argument("--label", default=None, help="file name prefix (default: loopback or net-RATE, +quick)")
+    r.add_argument("--log-dir", default=None, help="keep scheduler/worker logs of the emulated network here")
+    rp = sub.add_parser("report", help="rewrite the Markdown table and plots from a results JSON")
+    rp.add_argument("json")
+    sub.add_parser("list", help="list the workloads")
+    sub.add_parser("cleanup", help="remove namespaces/bridges left by killed runs")
+    return p.parse_args(argv)
+
+
+def machine():
+    model = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import psutil
+        mem = f"{psutil.virtual_memory().total / 2**30:.1f} GiB"
+    except ImportError:
+        mem = "?"
+    return f"{os.cpu_count()} cores ({model}), {mem} RAM, {platform.system()} {platform.release()}"
+
+
+def versions():
+    import dask
+    import distributed
+    import numpy
+    out = {"python": platform.python_version(), "numpy": numpy.__version__, "dask": dask.__version__,
+           "distributed": distributed.__version__}
+    if importlib.util.find_spec("torch"):
+        import torch
+        out["torch"] = torch.__version__
+    return out
+
+
+def load():
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def run(args):
+    from .cluster import start_cluster
+    repeat = args.repeat or (1 if args.quick else 3)
+    workloads = SUITES[args.suite]
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = set(wanted) - {w.name for w in workloads}
+        if unknown:
+            sys.exit(f"unknown workloads: {sorted(unknown)}; see python -m benchmarks list")
+        workloads = [w for w in workloads if w.name in wanted]
+    comps = args.competitors.split(",")
+    bad = set(comps) - set(ALL_COMPETITORS)
+    if bad:
+        sys.exit(f"unknown competitors {sorted(bad)}; choose from {ALL_COMPETITORS}")
+    has_torch = importlib.util.find_spec("torch") is not None
+    if "torch" in comps and not has_torch:
+        print("[bench] torch not installed: skipping the PyTorch competitor (pip install torch==2.13.0)")
+    label = args.label or (("net-" + args.net if args.net else "loopback") + ("-lazy" if args.inputs == "lazy" else "")
+                           + ("-quick" if args.quick else ""))
+    print(f"[bench] machine: {machine()}")
+    print(f"[bench] versions: {versions()}")
+    print(f"[bench] load average: {load()}")
+    t_start = time.time()
+    results, skipped = [], {}
+    runnable = []
+    for w in workloads:
+        miss = missing_features(w)
+        if miss:
+            skipped[w.name] = "dask_tra lacks " + "; ".join(miss)
+            print(f"[bench] SKIP {w.name}: {skipped[w.name]}")
+        else:
+            runnable.append(w)
+    load_before = load()
+    with start_cluster(args.workers, args.net, args.memory_limit, args.log_dir) as (client, desc):
+        networked = not desc.startswith("loopback")
+        print(f"[bench] cluster: {desc}")
+        runner = ClusterRunner(client, lazy_inputs=args.inputs == "lazy")
+        try:
+            for w in runnable:
+                dims = w.size(args.quick)
+                t_w = time.time()
+                print(f"\n[bench] {w.name}: {w.title}\n        {describe_dims(w, dims)} "
+                      f"({input_bytes(w, dims) / 2**20:.0f} MiB of inputs; {w.note})")
+                reference = None
+                if "numpy" in comps or "torch" in comps:  # NumPy is the reference result
+                    res, reference = run_single_competitor(w, args.suite, dims, "numpy", repeat)
+                    if "numpy" in comps:
+                        results.append(res)
+                if "torch" in comps and has_torch and w.torch_fn is not None:
+                    res, sums = run_single_competitor(w, args.suite, dims, "torch", repeat)
+                    if sums is not None and reference is not None:
+                        from .competitors import checksums_equal
+                        res.check = "ok" if checksums_equal(sums, reference) else "DIFFERS"
+                    results.append(res)
+                cluster_comps = [c for c in comps if c not in ("numpy", "torch")
+                                 and (w.contraction or not c.startswith("dask_tra:"))]
+                cres = {c: run_cluster_competitor(runner, w, dims, c, repeat, reference) for c in cluster_comps}
+                for i in range(repeat):  # round-robin, so load drift hits every competitor alike
+                    for c in cluster_comps:
+                        add_timed_run(runner, cres[c], w, dims, c, seed=0)
+                results.extend(cres.values())
+                print(report.text_table([r for r in results if r.workload == w.name]))
+                print(f"        ({time.time() - t_w:.0f}s)")
+        finally:
+            runner.close()
+    meta = dict(cluster=desc, cluster_short=("loopback" if not networked else f"{args.workers} workers, {args.net}"),
+                command="python -m benchmarks " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("__main__.py")
+                else " ".join(sys.argv), quick=args.quick, repeat=repeat, inputs=args.inputs, workers=args.workers,
+                machine=machine(), versions=versions(), load_before=load_before, load_after=load(),
+                elapsed=time.time() - t_start, skipped=skipped)
+    print("\n" + report.text_table(results))
+    ts, pngs = report.write(results, meta, args.out, label, networked)
+    print("\nTargets:")
+    for t, s, d in ts:
+        print(f"  [{s:6s}] {t}: {d}")
+    print(f"\n[bench] wrote {os.path.join(args.out, f'results-{label}.md')} (+ .json) and {len(pngs)} plots; "
+          f"{time.time() - t_start:.0f}s in all")
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.cmd == "list":
+        for name, ws in SUITES.items():
+            print(f"suite {name}:")
+            for w in ws:
+                print(f"  {w.name:18s} {w.title}\n  {'':18s} full: {describe_dims(w, w.dims)}; "
+                      f"quick: {describe_dims(w, w.quick)}")
+        return 0
+    if args.cmd == "report":
+        results, meta = report.load(args.json)
+        label = os.path.basename(args.json)[len("results-"):-len(".json")]
+        ts, pngs = report.write(results, meta, os.path.dirname(args.json) or ".", label,
+                                not meta["cluster"].startswith("loopback"))
+        print(report.text_table(results))
+        print(f"rewrote {args.json[:-5]}.md and {len(pngs)} plots")
+        return 0
+    if args.cmd == "cleanup":
+        from .cluster import cleanup_stale
+        print("removed:", cleanup_stale() or "nothing")
+        return 0
+    return run(args)
