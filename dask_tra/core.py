@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .array.methods import ArrayMethods
 from .dask.collection import DaskCollection
 from .dask.sources import PersistedSource, fresh_name

@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 
 from dask_tra.ia import execute, project
 from dask_tra.optimizer import MemoryLimitError, plan
-from dask_tra.tra import (Aggregate, Custom, Input, Join, RelationType, Transform, assemble, evaluate,
+from dask_tra.tra import (Aggregate, Custom, Input, Join, RelationType, Transform, assemble,
                           normalize_chunks, split)
 from dask_tra.tra import kernels as K
 

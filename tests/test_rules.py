@@ -71,13 +71,7 @@ def relations(draw, *specs, uniform=""):
         else:
             chunks[letter] = draw(chunking(draw(st.integers(1, 9))))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    nodes, data = [], {}
-    for name, letters in zip("ABCD", specs):
-        shape = tuple(sum(chunks[l]) for l in letters)
-        t, rel = split(rng.standard_normal(shape), tuple(chunks[l] for l in letters))
-        nodes.append(Input(name, t))
-        data[name] = rel
-    return nodes, data
+    return _inputs(specs, chunks, rng)
 
 
 @st.composite
@@ -138,10 +132,8 @@ def aggregation_input(draw, nonempty=False):
     return g, x, data
 
 
-def fixed(*specs):
-    """Deterministic inputs A, B, ... for precondition tests (i, k ragged; j uniform; 2+ blocks each)."""
-    chunks = {"i": (2, 1, 3), "j": (2, 2), "k": (1, 3, 2)}
-    rng = np.random.default_rng(0)
+def _inputs(specs, chunks, rng):
+    """Inputs A, B, ... indexed by the letters of ``specs``, chunked per letter, random data."""
     nodes, data = [], {}
     for name, letters in zip("ABCD", specs):
         shape = tuple(sum(chunks[l]) for l in letters)
@@ -149,6 +141,13 @@ def fixed(*specs):
         nodes.append(Input(name, t))
         data[name] = rel
     return nodes, data
+
+
+def fixed(*specs):
+    """Deterministic inputs A, B, ... for precondition tests (i, k ragged; j uniform; 2+ blocks each)."""
+    chunks = {"i": (2, 1, 3), "j": (2, 2), "k": (1, 3, 2)}
+    rng = np.random.default_rng(0)
+    return _inputs(specs, chunks, rng)
 
 
 # ---------------------------------------------------------------- checks

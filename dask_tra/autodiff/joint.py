@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dask.collection import (DaskCollection, _finalize, _in_event_loop, _scatter_in_memory_inputs,
-                               chunk_backends, input_placements, plan_cache_key)
-from ..dask.emit import emit
+from ..dask.collection import DaskCollection, _finalize, chunk_backends, input_placements, plan_cache_key
 from ..dask.sources import fresh_name
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
@@ -95,16 +93,10 @@ class Joint(DaskCollection):
         tasks read (a token task per output tuple, whose one dependency is that tuple)."""
         from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
         from dask.task_spec import Alias
-        from .. import diagnostics
         p, where = self.planned()
-        diagnostics.register(p.explain)
-        self._last_explain = p.explain
+        self._report(p)
         if p.__dict__.get("joint_graph") is None:
-            sources = self.sources
-            if where.client is not None and not _in_event_loop(where.client):
-                sources = _scatter_in_memory_inputs(p.root, sources, where)
-            token = self.name.split("-")[-1]
-            graph, _ = emit(p.root, sources, where.workers, token, f"{self.name}-root")
+            graph, _ = self._emit(p, where, f"{self.name}-root")
             layer_of, found = {}, {i: {} for i in range(len(self.arrays))}
             index = {id(k): i for i, k in enumerate(self._kernels)}
             for name, layer in graph.layers.items():

@@ -108,12 +108,7 @@ def _aggregate(node, cot, ctx):
             return fused
         child = node.child
         dtype = child.type.dtype
-        c, y = Term(child, _full(child)), Term(node, g_by)
-
-        def mask(cc, yc):
-            xp = xp_of(cc, yc)
-            return cast(xp, xp.where(cc == yc, 1.0, 0.0), dtype)
-        m = zip_terms(c, y, GradKernel(f"argmask[{name}]", mask, 2, axes=lambda f, a, b: a, dtype=dtype))
+        m = _argmask(Term(child, _full(child)), Term(node, g_by), dtype, f"argmask[{name}]")
         count = group(m, g_by)
         g = Term(cot.expr, tuple(g_by[d] for d in cot.dims))
 
@@ -128,6 +123,14 @@ def _aggregate(node, cot, ctx):
                        _full(child))
     raise GradError(f"{node.describe()}: aggregation with {name!r} is not differentiable "
                     f"(add, maximum and minimum are)")
+
+
+def _argmask(values, extremum, dtype, name):
+    """1.0 where ``values`` equal their group's ``extremum`` (the max/min that reached the output)."""
+    def mask(vc, ec):
+        xp = xp_of(vc, ec)
+        return cast(xp, xp.where(vc == ec, 1.0, 0.0), dtype)
+    return zip_terms(values, extremum, GradKernel(name, mask, 2, axes=lambda f, a, b: a, dtype=dtype))
 
 
 def _reduction_max(node, cot, ctx):
@@ -146,12 +149,7 @@ def _reduction_max(node, cot, ctx):
     axes = tuple(k.axes)
     g_by = node.group_by
     dtype = x.type.dtype
-    xt, at = Term(x, _full(x)), Term(node, g_by)
-
-    def mask(xc, ac):
-        xp = xp_of(xc, ac)
-        return cast(xp, xp.where(xc == ac, 1.0, 0.0), dtype)
-    m = zip_terms(xt, at, GradKernel("argmask", mask, 2, axes=lambda f, a, b: a, dtype=dtype))
+    m = _argmask(Term(x, _full(x)), Term(node, g_by), dtype, "argmask")
     local = Term(Transform(m.expr, GradKernel(
         "countTies", lambda c: cast(xp_of(c), xp_of(c).sum(c, axis=axes, keepdims=True), dtype), 1,
         axes=lambda f, a: tuple(ChunkAxis.const(1) if i in axes else ax for i, ax in enumerate(a)),

@@ -16,22 +16,13 @@ DEVICE_BACKENDS = ("cupy",)  # chunks always in device memory (torch: only with 
 
 
 def _worker_device_memory():
-    """Run on a worker: total bytes of the GPU this process uses, or None."""
-    import importlib.util
-    if importlib.util.find_spec("cupy") is not None:
-        try:
-            import cupy
-            if cupy.cuda.runtime.getDeviceCount() > 0:
-                return int(cupy.cuda.Device().mem_info[1])
-        except Exception:
-            pass
-    if importlib.util.find_spec("torch") is not None:
-        try:
-            import torch
-            if torch.cuda.is_available():
-                return int(torch.cuda.mem_get_info()[1])
-        except Exception:
-            pass
+    """Run on a worker: total bytes of the GPU this process uses (CuPy, then torch), or None."""
+    from dask_tra import backends
+    for name in ("cupy", "torch"):
+        if backends.available(name):
+            total = backends.get(name).device_memory()
+            if total:
+                return total
     return None
 
 

@@ -37,15 +37,24 @@ class DaskCollection(DaskMethodsMixin):
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
         p, where = self.planned()
+        self._report(p)
+        if p.__dict__.get("graph") is None:
+            p.graph, p.out_keys = self._emit(p, where, self.name)
+        return p.graph
+
+    def _report(self, p):
+        """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
         diagnostics.register(p.explain)
         self._last_explain = p.explain
-        if p.__dict__.get("graph") is None:
-            sources = self.sources
-            if where.client is not None and not _in_event_loop(where.client):
-                sources = _scatter_in_memory_inputs(p.root, sources, where)
-            p.graph, p.out_keys = emit(p.root, sources, where.workers, self.name.split("-")[-1], self.name)
-        return p.graph
+
+    def _emit(self, p, where, output_name):
+        """The plan's Dask graph: client arrays scattered to their planned workers, then the IA
+        plan emitted. Returns (graph, output keys)."""
+        sources = self.sources
+        if where.client is not None and not _in_event_loop(where.client):
+            sources = _scatter_in_memory_inputs(p.root, sources, where)
+        return emit(p.root, sources, where.workers, self.name.split("-")[-1], output_name)
 
     def _persisted_futures(self):
         if self.expr.children:

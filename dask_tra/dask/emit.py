@@ -13,7 +13,6 @@ dashboard groups tasks by stage (``key_split``).
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Alias, DataNode, Task, TaskRef
