@@ -1,4 +1,5 @@
-"""``python -m benchmarks run ...``: run a suite, print the table, write Markdown, JSON and plots."""
+"""``python -m benchmarks run ...``: run a suite, print the table, write Markdown, JSON and plots;
+``python -m benchmarks soak --minutes 10``: the reliability soak (benchmarks/fuzz.py)."""
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,34 @@ def parse_args(argv):
     r.add_argument("--log-dir", default=None, help="keep scheduler/worker logs of the emulated network here")
     rp = sub.add_parser("report", help="rewrite the Markdown table and plots from a results JSON")
     rp.add_argument("json")
+    sc = sub.add_parser("scale", help="planning, emission, iteration, depth and plan reuse vs dask.array")
+    sc.add_argument("--blocks", type=lambda v: [int(x) for x in v.split(",")], default=[10, 20, 40, 80, 160],
+                    help="matmul sizes in blocks per side (default 10,20,40,80,160)")
+    sc.add_argument("--dask-max", type=int, default=80,
+                    help="largest size dask.array's graph is built for (160² blocks: ~4M tasks)")
+    sc.add_argument("--emit-max", type=int, default=80, help="largest size whose graph dask_tra emits")
+    sc.add_argument("--out", default=os.path.join("docs", "benchmarks"))
+    g = sub.add_parser("gpu", help="the GPU benchmarks (need a CUDA GPU with CuPy; see benchmarks/gpu.py)")
+    g.add_argument("--only", default=None, help="comma-separated subset of matmul,ffnn,paper-mm")
+    g.add_argument("--n", type=int, default=16384, help="matmul size (default 16384)")
+    g.add_argument("--chunk", type=int, default=8192, help="matmul chunk size (default 8192)")
+    g.add_argument("--repeat", type=int, default=3)
+    g.add_argument("--out", default=os.path.join("docs", "benchmarks"))
     sub.add_parser("list", help="list the workloads")
     sub.add_parser("cleanup", help="remove namespaces/bridges left by killed runs")
+    sub.add_parser("tasks", help="table the tasks per graph, dask_tra vs dask.array (see tasks --help)")
+    cov = sub.add_parser("coverage", help="dask.array functions covered by dask_tra.array (table for docs/api.md)")
+    cov.add_argument("--write", default=None, metavar="MD", help="write the table into this Markdown file")
+    conf = sub.add_parser("conformance", help="run the Array API test suite from a checkout")
+    conf.add_argument("--suite-dir", default=None, help="array-api-tests checkout (default: $ARRAY_API_TESTS_DIR)")
+    conf.add_argument("--max-examples", type=int, default=3)
+    conf.add_argument("--select", nargs="*", default=None, help="test files inside array_api_tests/")
+    conf.add_argument("--write", default=None, metavar="MD", help="write the counts into this Markdown file")
+    sk = sub.add_parser("soak", help="random operations and worker faults on a LocalCluster, checked "
+                                     "against NumPy (benchmarks/fuzz.py)")
+    sk.add_argument("--minutes", type=float, default=10)
+    sk.add_argument("--workers", type=int, default=4)
+    sk.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
 
 
@@ -160,7 +187,11 @@ def run(args):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tasks"]:
+        from . import tasks
+        return tasks.main(argv[1:])
+    args = parse_args(argv)
     if args.cmd == "list":
         for name, ws in SUITES.items():
             print(f"suite {name}:")
@@ -176,8 +207,25 @@ def main(argv=None):
         print(report.text_table(results))
         print(f"rewrote {args.json[:-5]}.md and {len(pngs)} plots")
         return 0
+    if args.cmd == "scale":
+        from . import scale
+        scale.run(args)
+        return 0
+    if args.cmd == "gpu":
+        from . import gpu
+        return gpu.run(args)
+    if args.cmd == "soak":
+        import json
+
+        from .fuzz import soak
+        result = soak(args.minutes, workers=args.workers, seed=args.seed)
+        print(json.dumps(result, indent=1, default=str))
+        return 1 if result["wrong"] or result["internal errors"] else 0
     if args.cmd == "cleanup":
         from .cluster import cleanup_stale
         print("removed:", cleanup_stale() or "nothing")
         return 0
+    if args.cmd in ("coverage", "conformance"):
+        from . import conformance, coverage
+        return (coverage if args.cmd == "coverage" else conformance).main(args)
     return run(args)

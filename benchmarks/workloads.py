@@ -149,6 +149,45 @@ def _chain_flops(d):
     return 3 * 2 * s ** 3
 
 
+# -- 5. blocked linear algebra (issue 17): TSQR, SVD, Cholesky, solve ---------------------------
+
+def _tall_inputs(d):
+    return {"A": ((d["M"], d["K"]), (blocks(d["M"], d.get("b", 8)), d["K"]), -1, 1)}
+
+
+def _square_inputs(d):
+    n, b = d["N"], blocks(d["N"], d.get("b", 4))
+    return {"A": ((n, n), (b, b), -1, 1), "B": ((n, d.get("R", 8)), (b, d.get("R", 8)), -1, 1)}
+
+
+def _linalg(xp):
+    return xp.linalg
+
+
+def qr_tall(xp, x, barrier):
+    return tuple(_linalg(xp).qr(x["A"]))
+
+
+def svd_tall(xp, x, barrier):
+    kw = {"full_matrices": False} if xp.__name__ == "numpy" else {}
+    return tuple(_linalg(xp).svd(x["A"], **kw))
+
+
+def _eye_like(xp, a):
+    n = a.shape[0]
+    return xp.eye(n) if xp.__name__ == "numpy" else xp.eye(n, chunks=a.chunks[0][0])
+
+
+def cholesky_spd(xp, x, barrier):
+    a = x["A"]
+    return (_linalg(xp).cholesky(a @ a.T + a.shape[0] * _eye_like(xp, a)),)
+
+
+def solve_general(xp, x, barrier):
+    a = x["A"]
+    return (_linalg(xp).solve(a + a.shape[0] * _eye_like(xp, a), x["B"]),)
+
+
 def _mm(name, title, full, quick, note):
     return Workload(name, title, "matmul", full, quick, _mm_inputs, matmul, needs=("matmul",),
                     note=note, flops=_mm_flops)
@@ -189,6 +228,16 @@ SUITES = {
                  needs=("matmul", "add"),
                  note="EinDecomp exp. 1: A s×.1s, B .1s×s, C s×.1s, D .1s×10s, E 10s×s",
                  flops=_chain_flops),
+    ],
+    "linalg": [
+        Workload("tsqr", "QR of a tall-and-skinny matrix (TSQR)", "linalg", dict(M=200000, K=100, b=8),
+                 dict(M=40000, K=50, b=8), _tall_inputs, qr_tall, contraction=False),
+        Workload("svd-tall", "SVD of a tall-and-skinny matrix (through TSQR)", "linalg",
+                 dict(M=200000, K=100, b=8), dict(M=40000, K=50, b=8), _tall_inputs, svd_tall, contraction=False),
+        Workload("cholesky", "Blocked Cholesky of A Aᵀ + n I", "linalg", dict(N=4000, b=4), dict(N=1200, b=3),
+                 _square_inputs, cholesky_spd, contraction=False),
+        Workload("solve", "Blocked LU solve of (A + n I) X = B", "linalg", dict(N=4000, b=4, R=8),
+                 dict(N=1200, b=3, R=8), _square_inputs, solve_general, contraction=False),
     ],
 }
 

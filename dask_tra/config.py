@@ -11,6 +11,10 @@
 - ``memory_limit``: bytes per site a plan may need (default: the workers' memory limit
   under a Client, unlimited otherwise).
 - ``keep``: layouts kept per operator by the plan search (default 6; 1 is greedy).
+- ``bandwidth``, ``task_overhead``, ``flop_rate``: the time objective's constants (bytes/s per
+  link, seconds of scheduling per task, flops/s per worker); None: measured on the connected
+  cluster once (``dask_tra.dask.rates``, when ``probe_rates`` is true, the default), else the
+  defaults of ``optimizer.Rates``.
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,
   ``"d=[...]"``), or {kind: strategy}; None lets the optimizer choose.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 import dask.config
 
 DEFAULTS = {"sites": 4, "backend": "numpy", "device": None, "memory_limit": None, "gpu_memory_limit": 0.8,
-            "keep": 6, "force": None}
+            "keep": 6, "force": None, "bandwidth": None, "task_overhead": None, "flop_rate": None, "probe_rates": True}
 
 
 def get(name: str):

@@ -63,9 +63,10 @@ class RelArray(ArrayMethods, DaskCollection):
         return self.planned(sites)[0].explain
 
     @classmethod
-    def _from_persisted(cls, dsk, type_, name, rename=None):
+    def _from_persisted(cls, dsk, type_, name, device=None, lineage=None, rename=None):
         futures = {k: dsk[(name,) + k] for k in type_.iter_keys()}
-        src = PersistedSource(type_, futures)
+        src = PersistedSource(type_, futures, lineage=lineage)
+        src.device = device  # where the persisted chunks are (RelArray.device)
         return cls(src.input, {src.input.name: src}, name=name)
 
     def __repr__(self):

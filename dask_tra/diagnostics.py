@@ -1,8 +1,6 @@
 """Measuring what a computation moved between workers, next to what its plan predicted."""
 from __future__ import annotations
 
-import time
-
 _ACTIVE: list = []
 
 
@@ -16,6 +14,12 @@ def register(explain, computed=False):
             m.computed.append(explain)
 
 
+def register_reads(keys):
+    """Keys a plan reads that it did not make (inputs read by key): their transfers are plan bytes."""
+    for m in _ACTIVE:
+        m.reads.update(keys)
+
+
 def unregister_computed(explain):
     """Persisting also asks for the compute finalizer; it gathers nothing, so drop its gather."""
     for m in _ACTIVE:
@@ -27,6 +31,13 @@ class measure:
     from the workers' incoming transfer logs) and ``m.predicted_bytes`` (the plans built
     inside, plus, for arrays computed, dask's gathering of the result blocks on one worker).
 
+    ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names
+    not starting ``tra-``): transfers inside a wrapped dask.array's own graph (e.g.
+    ``da.from_array``'s one key holding the whole array, sent to every worker that cuts a
+    block, or a lazy block behind further work, made once and fetched by a second site that
+    reads it) or other work running at the same time. ``m.plan_bytes`` is the rest: what the
+    plans moved, the number ``predicted_bytes`` predicts.
+
     Each RelArray's ``explain()`` shows the measured bytes too when it was the only plan
     computed in the block.
     """
@@ -36,6 +47,8 @@ class measure:
         self.explains = []
         self.computed = []
         self.bytes_moved = None
+        self.other_bytes = None
+        self.reads = set()
         self.complete = True
 
     @property
@@ -47,35 +60,67 @@ class measure:
             from distributed import default_client
             self.client = default_client()
         self.workers = set(self.client.scheduler_info(n_workers=-1)["workers"])
-        self.t0 = self.client.run(_now)
+        from . import config
+        if config.get("probe_rates"):  # before the snapshot: the probe's transfers are not the plan's
+            from .dask.rates import ensure_measured
+            ensure_measured(self.client, tuple(sorted(self.workers)))
+        self.marks = self.client.run(_log_mark)
         _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
         _ACTIVE.remove(self)
-        rows = self.client.run(_incoming_since, self.t0, sorted(self.workers))
+        # only the workers measured at the start (a worker that joined meanwhile has no mark;
+        # one that left has taken its log with it: the measurement is then incomplete)
+        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        rows = self.client.run(_incoming_since, self.marks, sorted(self.workers), self.reads,
+                               workers=sorted(alive & set(self.marks)), on_error="return")
+        rows = {w: r for w, r in rows.items() if isinstance(r, tuple)}
         self.bytes_moved = sum(r[0] for r in rows.values())
-        self.complete = all(r[1] for r in rows.values())
+        self.other_bytes = sum(r[2] for r in rows.values())
+        self.complete = all(r[1] for r in rows.values()) and set(rows) == set(self.marks)
         if len(self.explains) == 1:
             self.explains[0].measured_bytes = self.bytes_moved
         return False
 
+    @property
+    def plan_bytes(self):
+        return None if self.bytes_moved is None else self.bytes_moved - self.other_bytes
+
     def __repr__(self):
-        return f"measure(bytes_moved={self.bytes_moved}, predicted_bytes={self.predicted_bytes})"
+        return (f"measure(bytes_moved={self.bytes_moved}, predicted_bytes={self.predicted_bytes}, "
+                f"other_bytes={self.other_bytes})")
 
 
-def _now(dask_worker):
-    return time.time() + dask_worker.scheduler_delay
-
-
-def _incoming_since(t0s, workers, dask_worker):
-    """(bytes received from other workers since t0, whether the bounded log still reaches t0)."""
-    t0 = t0s[dask_worker.address]
+def _log_mark(dask_worker):
+    """The newest entry of the worker's incoming transfer log (its id; None if empty). Entries
+    after it are this measurement's: marking by position, not by clock, since the workers'
+    clock offsets (``scheduler_delay``) drift under load."""
     log = dask_worker.transfer_incoming_log
-    total = sum(e["total"] for e in log if e["start"] >= t0 and e["who"] in workers
-                and e["who"] != dask_worker.address)
-    complete = len(log) < log.maxlen or (log and log[0]["start"] < t0)
-    return total, complete
+    return id(log[-1]) if log else None
+
+
+def _incoming_since(marks, workers, reads, dask_worker):
+    """(bytes received from other workers since the mark, whether the bounded log still holds
+    the mark, the part of those bytes carrying keys that are not a plan's)."""
+    mark = marks[dask_worker.address]
+    entries = list(dask_worker.transfer_incoming_log)
+    since = 0
+    if mark is not None:
+        since = next((i + 1 for i in range(len(entries) - 1, -1, -1) if id(entries[i]) == mark), 0)
+    complete = mark is None and len(entries) < dask_worker.transfer_incoming_log.maxlen or since > 0
+    total = other = 0
+    for e in entries[since:]:
+        if e["who"] in workers and e["who"] != dask_worker.address:
+            total += e["total"]
+            theirs = sum(n for k, n in e["keys"].items() if not _is_plan_key(k) and k not in reads)
+            other += round(e["total"] * theirs / max(sum(e["keys"].values()), 1))
+    return total, complete, other
+
+
+def _is_plan_key(key) -> bool:
+    name = key[0] if isinstance(key, tuple) else key
+    return isinstance(name, str) and name.startswith("tra-")
 
 
 __all__ = ["measure", "register"]

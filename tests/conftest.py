@@ -81,3 +81,12 @@ def client():
     with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
                       memory_limit="3GiB") as cluster, Client(cluster) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def small_client():
+    """One small LocalCluster per test module: 2 single-thread worker processes."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit="2GiB") as cluster, Client(cluster) as c:
+        yield c

@@ -161,3 +161,41 @@ def test_einsum_specs_three_sites(spec):
     ops = [rng.standard_normal([sizes[c] for c in s]) for s in ins]
     with dask_tra.config.set(sites=3):
         assert_eq(da.einsum(spec, *[da.from_array(o, chunks=2) for o in ops]), np.einsum(spec, *ops))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_einsum_subscripts_read_as_numpy_does(data):
+    """Our subscript reader against NumPy's einsum on random specs: implicit and explicit
+    outputs, ellipses of different widths, repeated letters; errors where NumPy errs."""
+    from dask_tra.array.subscripts import read_subscripts
+    n_ops = data.draw(st.integers(1, 3))
+    letters = "abcdeA"
+    subs, shapes, sizes = [], [], {c: data.draw(st.integers(1, 3)) for c in letters}
+    for _ in range(n_ops):
+        sub = "".join(data.draw(st.lists(st.sampled_from(letters), max_size=3)))
+        if data.draw(st.booleans()):
+            ell = data.draw(st.integers(0, 2))
+            pos = data.draw(st.integers(0, len(sub)))
+            subs.append(sub[:pos] + "..." + sub[pos:])
+            shapes.append(tuple(sizes[c] for c in sub[:pos]) + (2,) * ell + tuple(sizes[c] for c in sub[pos:]))
+        else:
+            subs.append(sub)
+            shapes.append(tuple(sizes[c] for c in sub))
+    spec = ",".join(subs)
+    if data.draw(st.booleans()):
+        used = sorted(set("".join(subs).replace(".", "")))
+        out = "".join(data.draw(st.permutations(used))[:data.draw(st.integers(0, len(used)))])
+        spec += "->" + ("..." if any("..." in s for s in subs) and data.draw(st.booleans()) else "") + out
+    rng = np.random.default_rng(len(spec))
+    arrays = [rng.standard_normal(s) for s in shapes]
+    try:
+        want = np.einsum(spec, *arrays)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ins, out = read_subscripts(spec, [a.ndim for a in arrays])
+            np.einsum(",".join(ins) + "->" + out, *arrays)
+        return
+    ins, out = read_subscripts(spec, [a.ndim for a in arrays])
+    assert all("." not in i for i in ins)
+    np.testing.assert_allclose(np.einsum(",".join(ins) + "->" + out, *arrays), want, rtol=1e-12)

@@ -42,7 +42,7 @@ def test_ffnn_plan_is_model_parallel(capsys):
     N, D, H, L = 32, 2048, 16, 1024
     (X, Y), = F.make_data(N, D, L, batches=1)
     loss, grads = F.model(F.init_params(D, H, L), X, Y, blocks=4)
-    with da.config.set(sites=4):
+    with da.config.set(sites=4, bandwidth=1e6):  # a network slow enough that bytes matter
         report = ad.Joint(loss, *grads).explain()
     w2_bytes = H * L * 8
     assert report.predicted_bytes < w2_bytes  # data parallel would move W2 (and its gradient) around

@@ -217,14 +217,6 @@ def test_kernels_never_convert_tensors_through_numpy(monkeypatch):
 
 # ---------------------------------------------------------------- on a cluster
 
-@pytest.fixture(scope="module")
-def small_client():
-    from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      memory_limit="2GiB") as cluster, Client(cluster) as c:
-        yield c
-
-
 def test_distributed_torch_chunks_measured_bytes(small_client):
     """Scattered torch blocks and worker-made random torch chunks: tensors all the way, and the
     bytes moved between workers (which Dask measures with ``sizeof``) match the plan's

@@ -51,7 +51,8 @@ def test_matmul_exact_placed_and_measured(client, shape, strategy):
 def test_task_names_group_by_stage(client):
     from dask.utils import key_split
     x = dt.random.random((40, 40), chunks=10, seed=0)
-    stages = {key_split(k) for k in (x @ x).dask}
+    with dt.config.set(force="cmm"):  # partial products, then their aggregation
+        stages = {key_split(k) for k in (x @ x).dask}
     assert {"tra-localjoin-matmul-add", "tra-output"} <= stages  # join fused with its local fold
     assert all(s.startswith("tra-") for s in stages)
 
@@ -121,3 +122,22 @@ def test_measure_counts_the_result_gather_only_when_computing(client):
     with dt.diagnostics.measure() as m:
         z.compute()
     assert m.predicted_bytes == z.explain().predicted_bytes + z.explain().gather_bytes
+
+
+def test_rates_are_measured_once_on_the_cluster(client):
+    from dask_tra.dask import rates
+    measured = rates.measure(client)
+    assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
+    assert all(np.isfinite(v) and v > 0 for v in measured.values())
+    rates._measured.clear()
+    x = dt.random.random((400, 400), chunks=100, seed=4)
+    e = (x @ x).explain()
+    assert len(rates._measured) == 1  # probed once for this cluster, then cached
+    (x @ x.T).explain()
+    assert len(rates._measured) == 1
+    r = next(iter(rates._measured.values()))
+    b = e.breakdown
+    assert b["transfer_s"] == pytest.approx(e.predicted_bytes / r["bandwidth"])
+    assert b["compute_s"] == pytest.approx(b["busiest_site_flops"] / r["flop_rate"])
+    with dt.config.set(bandwidth=1e3, task_overhead=1e-3, flop_rate=1e9):  # config wins
+        assert (x @ x).explain().breakdown["transfer_s"] == pytest.approx((x @ x).explain().predicted_bytes / 1e3)

@@ -103,11 +103,13 @@ def test_already_placed_inputs_are_costed_where_they_are():
 
 def test_memory_limit_avoids_plans_that_do_not_fit():
     e = table4_expr(8_000, 1_000, 8_000)
-    unlimited = plan(e, 10)
-    limit = unlimited.cost.max_peak - 1
+    peaks = {name: plan(e, 10, force=name).cost.max_peak for name in ("bmm", "cmm", "rmm")}
+    fat = max(peaks, key=peaks.get)
+    limit = peaks[fat] - 1
     p = plan(e, 10, memory_limit=limit)
-    assert p.cost.max_peak <= limit
-    assert p.cost.bytes_moved > unlimited.cost.bytes_moved  # it paid in bytes to fit
+    assert p.cost.max_peak <= limit and p.explain.operators[0].strategy != fat
+    with pytest.raises(MemoryLimitError):
+        plan(e, 10, memory_limit=limit, force=fat)
 
 
 def test_memory_limit_error_names_operator_and_need():

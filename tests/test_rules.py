@@ -501,9 +501,9 @@ def test_r2_6_join_feeds(data, s, feed, mode):
 
 
 def test_r2_6_needs_one_chunk_per_key_in_what_it_moves():
-    (a, b), _ = fixed("ij", "ij")
-    pa, pb = Placed(a, part((0,), a.type.frontier), 3), Placed(b, part((1,), b.type.frontier), 3)
-    per_site = transform(Broadcast(pb), neg)  # a chunk per site for every key
+    (a, b, c), _ = fixed("ij", "ij", "ij")
+    pa, pb, pc = (Placed(x, part((0,), x.type.frontier), 3) for x in (a, b, c))
+    per_site = LocalJoin(Broadcast(pb), Broadcast(pc), (0, 1), (0, 1), K.add)  # computed anew at every site
     plan = LocalJoin(Broadcast(pa), per_site, (0, 1), (0, 1), K.add)
     assert not JoinFeed(BCAST_RIGHT).matches(plan)
     assert not JoinFeed(COSHUFFLE).matches(plan)

@@ -7,16 +7,44 @@ Inputs) that the optimizer plans as a whole at compute time. One module per fami
 """
 from numpy import e, inf, nan, newaxis, pi  # noqa: F401
 
-from . import contractions, creation, elementwise, manipulation, random, reductions, stacking, structure
+from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
+from . import (blocklayout, contractions, creation, datadependent, elementwise, fill, gufuncs, io, manipulation,
+               nanreductions, padding, quantiles, random, reductions, routines, sorting, stacking, structure,
+               treereduce, utils)
+from . import fft, linalg  # noqa: E402
+from .blockwise import *  # noqa: F401,F403
 from .contractions import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .creation import array  # noqa: F401 (= asarray; not in __all__, see below)
 from .elementwise import *  # noqa: F401,F403
+from .io import *  # noqa: F401,F403
 from .rechunk import rechunk  # noqa: F401
 from .reductions import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
+from .nanreductions import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .quantiles import *  # noqa: F401,F403
 from .stacking import *  # noqa: F401,F403
 from .structure import *  # noqa: F401,F403
+from .linalg.norms import diagonal, trace  # noqa: F401
+from .sorting import *  # noqa: F401,F403
+from .routines import *  # noqa: F401,F403
+from .datadependent import *  # noqa: F401,F403
+from .blocklayout import *  # noqa: F401,F403
+from .fill import *  # noqa: F401,F403
+from .gufuncs import *  # noqa: F401,F403
+from .treereduce import *  # noqa: F401,F403
+from .utils import *  # noqa: F401,F403
+
+
+from ..core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
+
+# dask.array's dtype aliases (``da.float32``)
+_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+           "float64", "complex64", "complex128")
+import numpy as _np  # noqa: E402
+
+globals().update({n: getattr(_np, n if n != "bool" else "bool_") for n in _DTYPES})
 
 
 def compute(*args, **kwargs):
@@ -31,6 +59,10 @@ def isdtype(dtype, kind):
 
 
 # ``array`` stays out of __all__: ``from dask_tra.array import *`` in dask_tra must not hide this module
-_FAMILIES = (contractions, creation, elementwise, manipulation, reductions, stacking, structure)
+_FAMILIES = (_blockwise, blocklayout, contractions, creation, datadependent, elementwise, fill, gufuncs, io,
+             manipulation, nanreductions, padding, quantiles, reductions, routines, sorting, stacking, structure,
+             treereduce, utils)
 __all__ = sorted(set().union(*(m.__all__ for m in _FAMILIES)) - {"array"}
-                 | {"rechunk", "random", "compute", "isdtype", "e", "inf", "nan", "newaxis", "pi"})
+                 | {"rechunk", "random", "fft", "linalg", "diagonal", "trace", "compute", "isdtype", "e", "inf",
+                    "nan", "newaxis", "pi", "Array"}
+                 | set(_DTYPES))

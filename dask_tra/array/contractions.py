@@ -22,19 +22,55 @@ import numpy as np
 
 from ..tra import Aggregate, Filter, Join, Transform
 from ..tra import kernels as K
-from ..tra.keyfuncs import KeyPred
+from ..tra.kernels import Bound
+from ..tra.keyfuncs import KeyPred, dims_equal
 from .elementwise import conj, multiply
 from .kernels import ExtendedEinsum, npx
 from .rechunk import rechunk_axes
 from .relations import asarray, axis_of, nbytes, rekey, wrap
 from .structure import moveaxis, ravel, reshape, transpose
+from .subscripts import read_subscripts
 
 AGGREGATES = {"add": K.add, "sum": K.add, "multiply": K.mul, "prod": K.mul, "maximum": K.maximum,
               "max": K.maximum, "minimum": K.minimum, "min": K.minimum}
-COMBINES = {"multiply": lambda a, b: a * b, "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-            "sqdiff": lambda a, b: (a - b) ** 2, "squared_difference": lambda a, b: (a - b) ** 2,
-            "absdiff": lambda a, b: abs(a - b), "absolute_difference": lambda a, b: abs(a - b),
-            "maximum": lambda a, b: npx(a, b).maximum(a, b), "minimum": lambda a, b: npx(a, b).minimum(a, b)}
+
+
+def _multiply(a, b):
+    return a * b
+
+
+def _add(a, b):
+    return a + b
+
+
+def _subtract(a, b):
+    return a - b
+
+
+def _sqdiff(a, b):
+    return (a - b) ** 2
+
+
+def _absdiff(a, b):
+    return abs(a - b)
+
+
+def _maximum(a, b):
+    return npx(a, b).maximum(a, b)
+
+
+def _minimum(a, b):
+    return npx(a, b).minimum(a, b)
+
+
+COMBINES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "sqdiff": _sqdiff,
+            "squared_difference": _sqdiff, "absdiff": _absdiff, "absolute_difference": _absdiff,
+            "maximum": _maximum, "minimum": _minimum}
+
+
+def _on_values(fn, xp, a, b):
+    """An Elementwise kernel's function from a function of the two values."""
+    return fn(a, b)
 
 
 def _dummy(a):
@@ -43,13 +79,9 @@ def _dummy(a):
 
 def parse(subscripts, arrays):
     """NumPy's reading of the subscripts (implicit output, ellipsis): (inputs, output, sizes)."""
-    from numpy._core.einsumfunc import _parse_einsum_input
     if not isinstance(subscripts, str):
         raise TypeError("einsum: subscripts must be a string (the sublist form is not supported)")
-    ins, out, _ = _parse_einsum_input((subscripts, *[_dummy(a) for a in arrays]))
-    ins = ins.split(",")
-    if len(ins) != len(arrays):
-        raise ValueError(f"einsum: {len(ins)} operand subscripts for {len(arrays)} operands")
+    ins, out = read_subscripts(subscripts, [a.ndim for a in arrays])
     sizes = {}
     for i, (s, a) in enumerate(zip(ins, arrays)):
         if len(s) != a.ndim:
@@ -76,13 +108,13 @@ def _kernel(name_or_fn, table, what):
         if name_or_fn not in table:
             raise ValueError(f"einsum: unknown {what} {name_or_fn!r}; known: {sorted(table)}")
         f = table[name_or_fn]
-        return f if isinstance(f, K.Elementwise) else K.Elementwise(name_or_fn, lambda xp, a, b: f(a, b), 2)
+        return f if isinstance(f, K.Elementwise) else K.Elementwise(name_or_fn, Bound(_on_values, f), 2)
     if isinstance(name_or_fn, np.ufunc) and what == "aggregate":
         return _kernel(name_or_fn.__name__, table, what)
     if callable(name_or_fn):
         name = getattr(name_or_fn, "__name__", "combine")
         name = name if name.isidentifier() else f"combine{id(name_or_fn):x}"
-        return K.Elementwise(name, lambda xp, a, b: name_or_fn(a, b), 2)
+        return K.Elementwise(name, Bound(_on_values, name_or_fn), 2)
     raise TypeError(f"einsum: {what} must be a name, a callable or a kernel, got {type(name_or_fn).__name__}")
 
 
@@ -147,7 +179,7 @@ def _prepare(a, s, sizes):
     r = rechunk_axes(a, {d: a.chunks[first[c]] for d, c in enumerate(s)})
     a = wrap(r.expr, a, extra=r.sources)
     pairs = [(d, first[c]) for d, c in enumerate(s) if first[c] != d]
-    pred = KeyPred(lambda k: all(k[d] == k[e] for d, e in pairs), f"isEq{pairs}",
+    pred = KeyPred(Bound(dims_equal, tuple(pairs)), f"isEq{pairs}",
                    frozenset(x for p in pairs for x in p))
     uniq = "".join(dict.fromkeys(s))
     expr = rekey(Filter(a.expr, pred), [first[c] for c in uniq])

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
+from .io import from_lazy, is_lazy
 from .relations import BlockSource, check_dtype, is_array
 
 
@@ -27,12 +28,16 @@ def _auto(chunks, shape, dtype, previous=None):
 
 
 def from_array(x, chunks="auto", name=None, **kwargs):
-    """Wrap an in-memory array (NumPy, CuPy or torch), cut into dask-style ``chunks``."""
+    """Wrap an array cut into dask-style ``chunks``: an in-memory one (NumPy, CuPy or torch), or
+    one read block by block where and when the plan needs it (h5py, zarr, netCDF4, memmap, any
+    sliceable array-like; ``lock=`` serialises its reads)."""
     if is_array(x):
         from .rechunk import rechunk
         return x if chunks == "auto" else rechunk(x, chunks)
     if type(x).__module__.split(".")[0] == "dask":
         return from_dask(x) if chunks == "auto" else from_dask(x).rechunk(chunks)
+    if is_lazy(x):  # h5py, zarr, netCDF4, memmap: read block by block where needed
+        return from_lazy(x, chunks, name=name, lock=kwargs.get("lock", False))
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         x = np.asarray(x)
     dtype = check_dtype(backends.numpy_dtype(x.dtype))  # torch.float32 -> float32

@@ -32,7 +32,7 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
     if method == "__call__":
         if ufunc is np.matmul:
             return da.matmul(*inputs, **kwargs)
-        if ufunc.__name__ == "vecdot":
+        if ufunc is np.vecdot:
             return da.vecdot(*inputs, **kwargs)
         if ufunc.signature is not None:
             return NotImplemented

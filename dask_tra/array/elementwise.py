@@ -16,7 +16,7 @@ import numpy as np
 from ..tra import Join, Transform
 from ..tra import kernels as K
 from .. import backends
-from .kernels import Fn, ToBackend, broadcast_axes, npx
+from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes
 from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, wrap
 
@@ -71,39 +71,35 @@ def _operands(args, out_shape):
 
 
 def elementwise(name, fn, *args, dtype=None, facts=None):
-    """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting)."""
+    """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting).
+    ``fn``: an ``Op``, or a module-level function of the values (so the kernel pickles)."""
+    op = fn if isinstance(fn, Op) else Op(fn)
     args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") or _chunk_library(a) else np.asarray(a)
             for a in args]
     shapes = [np.shape(a) if not is_array(a) else a.shape for a in args if not _baked(a)]
     out_shape = np.broadcast_shapes(*shapes)
-    out_dtype = check_dtype(dtype if dtype is not None else result_dtype(fn, args))
+    out_dtype = check_dtype(dtype if dtype is not None else result_dtype(op, args))
     args = _operands(args, out_shape)
     arrays = [i for i, a in enumerate(args) if not _baked(a)]
     if any(_baked(a) for a in args):
         name = f"{name}[{','.join('·' if i in arrays else _label(a) for i, a in enumerate(args))}]"
         facts = None
-
-    def apply(*chunks):
-        vals = list(args)
-        for i, c in zip(arrays, chunks):
-            vals[i] = c
-        return fn(*vals)
+    apply = ElementwiseOp(name, op, [ARRAY if i in arrays else a for i, a in enumerate(args)], out_dtype)
     parts, extra = _aligned([args[i] for i in arrays], out_shape)
     if len(parts) == 1:
         (expr, dims), = parts
-        kernel = Fn(name, apply, 1, dtype=out_dtype)
-        return wrap(Transform(expr, kernel), *[args[i] for i in arrays], extra=extra)
+        return wrap(Transform(expr, apply), *[args[i] for i in arrays], extra=extra)
     dtypes = [args[i].dtype for i in arrays]
     expr, dims = parts[0]
     for step, (rexpr, rdims) in enumerate(parts[1:], start=2):
         common = [o for o in dims if o in rdims]
         last = step == len(parts)
         if last and len(parts) == 2:
-            kernel = facts or K.Elementwise(name, lambda xp, a, b: apply(a, b), 2, dtype=out_dtype)
+            kernel = facts or apply
         elif last:
-            kernel = _unpack(name, apply, dtypes, out_dtype)
+            kernel = Unpack(apply, dtypes)
         else:
-            kernel = _pack(step, np.result_type(*dtypes))
+            kernel = Pack(step, np.result_type(*dtypes))
         expr = Join(expr, rexpr, [dims.index(o) for o in common], [rdims.index(o) for o in common], kernel)
         dims = dims + [o for o in rdims if o not in dims]
     expr = rekey(expr, [dims.index(o) for o in range(len(out_shape))])
@@ -130,29 +126,6 @@ def _aligned(arrays, out_shape):
     return parts, extra
 
 
-def _pack(count, dtype):
-    """Join kernel stacking operands (the left one maybe already packed) on a leading axis."""
-    def fn(a, b):
-        xp = npx(a, b)
-        a = a if count > 2 else a[None]
-        b = xp.broadcast_to(b, np.broadcast_shapes(tuple(a.shape[1:]), tuple(b.shape)))
-        a = xp.broadcast_to(a, (a.shape[0],) + tuple(b.shape))
-        return xp.concatenate([xp.astype(a, dtype), xp.astype(b[None], dtype)])
-
-    def axes(f, a, b):
-        from ..tra.relation import ChunkAxis
-        return (ChunkAxis.const(count),) + broadcast_axes(f, a[1:] if count > 2 else a, b)
-    return Fn(f"pack{count}", fn, 2, axes=axes, dtype=dtype)
-
-
-def _unpack(name, apply, dtypes, out_dtype):
-    def fn(packed, last):
-        xp = npx(packed, last)
-        parts = [xp.astype(packed[i], dt) for i, dt in enumerate(dtypes[:-1])]
-        return xp.asarray(apply(*parts, last))
-    return Fn(name, fn, 2, axes=lambda f, a, b: broadcast_axes(f, a[1:], b), dtype=out_dtype)
-
-
 # ---------------------------------------------------------------- NumPy ufuncs
 
 def apply_ufunc(ufunc, *args, out=None, **kwargs):
@@ -164,21 +137,10 @@ def apply_ufunc(ufunc, *args, out=None, **kwargs):
     kwargs.pop("where", None)
     name = ufunc.__name__ + (f"[{kwargs}]" if kwargs else "")
     if ufunc.nout > 1:
-        return tuple(elementwise(f"{name}.{i}", _on_chunks(ufunc, kwargs, i), *args)
+        return tuple(elementwise(f"{name}.{i}", Op(ufunc, i, **kwargs), *args)
                      for i in range(ufunc.nout))
     facts = _FACTS.get(ufunc) if not kwargs else None
-    return elementwise(name, _on_chunks(ufunc, kwargs), *args, facts=facts)
-
-
-def _on_chunks(ufunc, kwargs, index=None):
-    """``ufunc(*values, **kwargs)`` (output ``index``) run by the chunks' own library."""
-    def call(*values):
-        if backends.backend_of(*values) is backends.NUMPY:
-            out = ufunc(*values, **kwargs)
-        else:
-            out = getattr(npx(*values), ufunc.__name__)(*values, **kwargs)
-        return out if index is None else out[index]
-    return call
+    return elementwise(name, Op(ufunc, **kwargs), *args, facts=facts)
 
 
 def _ufunc(u):
@@ -205,12 +167,12 @@ def where(condition, x=None, y=None):
     if x is None and y is None:
         raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; "
                                   "pass x and y")
-    return elementwise("where", lambda c, u, v: npx(c, u, v).where(c, u, v), condition, x, y)
+    return elementwise("where", where_values, condition, x, y)
 
 
 def clip(a, a_min=None, a_max=None, **kwargs):
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
-    return elementwise("clip", lambda v, lo, hi: npx(v, lo, hi).clip(v, lo, hi), a, a_min, a_max)
+    return elementwise("clip", clip_values, a, a_min, a_max)
 
 
 def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
@@ -219,7 +181,7 @@ def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according to the rule {casting!r}")
     if x.dtype == dtype:  # RelArrays are immutable: no copy needed
         return x
-    return elementwise(f"astype[{dtype}]", lambda v: npx(v).astype(v, dtype), x, dtype=dtype)
+    return elementwise(f"astype[{dtype}]", Op(astype_values, dtype=dtype), x, dtype=dtype)
 
 
 def to_backend(x, backend, device=None):
@@ -237,30 +199,68 @@ def to_backend(x, backend, device=None):
 
 
 def around(x, decimals=0):
-    return elementwise(f"round[{decimals}]", lambda v: npx(v).round(v, decimals), x)
+    return elementwise(f"round[{decimals}]", Op(round_values, decimals=decimals), x)
 
 
 round = around  # noqa: A001
 
 
 def real(x):
-    return elementwise("real", lambda v: npx(v).real(v), x)
+    return elementwise("real", real_values, x)
 
 
 def imag(x):
-    return elementwise("imag", lambda v: npx(v).imag(v), x)
+    return elementwise("imag", imag_values, x)
 
 
 def angle(x, deg=False):
-    return elementwise("angle", lambda v: npx(v).angle(v, deg=deg), x)
+    return elementwise("angle", Op(angle_values, deg=deg), x)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return elementwise("isclose", lambda u, v: npx(u, v).isclose(u, v, rtol, atol, equal_nan), a, b)
+    return elementwise("isclose", Op(isclose_values, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    return elementwise("nanToNum", lambda v: npx(v).nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf), x)
+    return elementwise("nanToNum", Op(nan_to_num_values, nan=nan, posinf=posinf, neginf=neginf), x)
+
+
+# ---------------------------------------------------------------- the operations on values
+
+def where_values(c, u, v):
+    return npx(c, u, v).where(c, u, v)
+
+
+def clip_values(v, lo, hi):
+    return npx(v, lo, hi).clip(v, lo, hi)
+
+
+def astype_values(v, dtype):
+    return npx(v).astype(v, dtype)
+
+
+def round_values(v, decimals):
+    return npx(v).round(v, decimals)
+
+
+def real_values(v):
+    return npx(v).real(v)
+
+
+def imag_values(v):
+    return npx(v).imag(v)
+
+
+def angle_values(v, deg):
+    return npx(v).angle(v, deg=deg)
+
+
+def isclose_values(u, v, rtol, atol, equal_nan):
+    return npx(u, v).isclose(u, v, rtol, atol, equal_nan)
+
+
+def nan_to_num_values(v, nan, posinf, neginf):
+    return npx(v).nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf)
 
 
 __all__ = UFUNCS + ["abs", "where", "clip", "astype", "to_backend", "around", "round", "real", "imag", "angle",

@@ -5,13 +5,14 @@ Join with a piece relation, ReKey to renumber, Concat): a slice keeps the blocks
 crosses, an integer keeps one element (then the axis is squeezed), an integer array picks
 its positions (then the axis is reshaped to the index's shape), a boolean array picks its
 true positions (a k-d mask first merges its k axes with a reshape). ``None`` adds axes.
-At most one array index per call; lazy (RelArray) indices are not supported: the result's
-shape would depend on data.
+At most one array index per call; a lazy (RelArray) index or mask is computed first (the
+result's shape depends on it; see "Data-dependent shapes" in docs/api.md).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .io import narrow
 from .rechunk import take
 from .relations import is_array
 
@@ -25,9 +26,8 @@ def _entries(x, index):
         index = (index,)
     out = []
     for v in index:
-        if is_array(v):
-            raise NotImplementedError("indexing with a RelArray gives a data-dependent shape; "
-                                      "compute the index first (x[np.asarray(index)])")
+        if is_array(v):  # a lazy index: computed first (the output shape depends on it)
+            v = np.asarray(v)
         if v is None:
             out.append(("new", None, 0))
         elif v is Ellipsis:
@@ -59,6 +59,7 @@ def _entries(x, index):
 def getitem(x, index):
     from .structure import expand_dims, moveaxis, reshape
     entries = _entries(x, index)
+    x, entries = narrow(x, entries)  # a lazily read input reads only the blocks the index touches
     arrays = [e for e in entries if e[0] in ("array", "mask")]
     if len(arrays) > 1:
         raise NotImplementedError("at most one integer or boolean array index per indexing operation")

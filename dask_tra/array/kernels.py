@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from ..tra.kernels import Einsum, Kernel
+from ..tra.kernels import Einsum, Kernel, frozen
 from ..tra.kernels import broadcast_axes as _tra_broadcast_axes
 from ..tra.relation import ChunkAxis
 
@@ -31,11 +31,35 @@ def dtype_of(chunk) -> np.dtype:
     return backends.dtype_of(chunk)
 
 
-class Fn(Kernel):
+class ChunkFunction(Kernel):
+    """A kernel that runs ``run(*chunks)`` on its aligned inputs (those at positions
+    ``host_args`` stay NumPy) and casts a non-NumPy output to its declared dtype."""
+
+    host_args: tuple = ()
+    _dtype = None
+
+    def run(self, *chunks):
+        raise NotImplementedError
+
+    def __call__(self, *chunks):
+        b, chunks = backends.align(*chunks, keep=self.host_args)
+        out = self.run(*chunks)
+        if b is backends.NUMPY or self._dtype is None:
+            return out
+        if not b.owns(out):  # a scalar result: back into the chunks' library and device
+            out = b.asarray(out, device=b.device_of(next(c for c in chunks if b.owns(c))))
+        return b.coerce(out, self._dtype)
+
+    def out_dtype(self, *dtypes):
+        return self._dtype if self._dtype is not None else np.result_type(*dtypes)
+
+
+class Fn(ChunkFunction):
     """A chunk function with declared facts: ``axes(frontier, *in_axes)`` gives the output
     chunk axes (default: those of input 0), ``dtype`` the output dtype. Inputs at positions
     ``host_args`` are parameter chunks the function reads on the host (offsets, index lists):
-    they stay NumPy arrays whatever the data's library."""
+    they stay NumPy arrays whatever the data's library. ``fn`` and ``axes`` should be
+    module-level functions (constants bound with ``Bound``) so the kernel pickles."""
 
     def __init__(self, name, fn, arity=1, axes=None, dtype=None, associative=False,
                  commutative=False, distributes_over=(), host_args=()):
@@ -45,20 +69,184 @@ class Fn(Kernel):
         self.associative, self.commutative = associative, commutative
         self.distributes_over = frozenset(distributes_over)
 
-    def __call__(self, *chunks):
-        b, chunks = backends.align(*chunks, keep=getattr(self, "host_args", ()))
-        out = self.fn(*chunks)
-        if b is backends.NUMPY or self._dtype is None:
-            return out
-        if not b.owns(out):  # a scalar result: back into the chunks' library and device
-            out = b.asarray(out, device=b.device_of(next(c for c in chunks if b.owns(c))))
-        return b.coerce(out, self._dtype)
+    def run(self, *chunks):
+        return self.fn(*chunks)
 
     def out_axes(self, frontier, *in_axes):
         return tuple(self._axes(frontier, *in_axes)) if self._axes else tuple(in_axes[0])
 
-    def out_dtype(self, *dtypes):
-        return self._dtype if self._dtype is not None else np.result_type(*dtypes)
+
+# ---------------------------------------------------------------- elementwise operations
+
+class _Array:
+    """Marks an array operand among an elementwise kernel's arguments (the others are constants)."""
+
+    def __repr__(self):
+        return "·"
+
+    def __reduce__(self):
+        return "ARRAY"
+
+
+ARRAY = _Array()
+
+
+class Op:
+    """An elementwise operation on values: ``fn(*values, **params)``, output ``index`` of a
+    multi-output ufunc. A NumPy ufunc runs in the chunks' own library; any other ``fn`` is a
+    module-level function written against NumPy's API (it takes its namespace from ``npx``)."""
+
+    def __init__(self, fn, index=None, **params):
+        self.fn, self.index = fn, index
+        self.params = tuple(sorted(params.items()))
+
+    def __call__(self, *values):
+        params = dict(self.params)
+        if isinstance(self.fn, np.ufunc) and backends.backend_of(*values) is not backends.NUMPY:
+            out = getattr(npx(*values), self.fn.__name__)(*values, **params)
+        else:
+            out = self.fn(*values, **params)
+        return out if self.index is None else out[self.index]
+
+    def __eq__(self, other):
+        return isinstance(other, Op) and (self.fn, self.index) == (other.fn, other.index) and frozen(
+            self.params) == frozen(other.params)
+
+    def __hash__(self):
+        return hash((self.fn, self.index, frozen(self.params)))
+
+    def __repr__(self):
+        return f"Op({getattr(self.fn, '__name__', self.fn)})"
+
+
+class ElementwiseOp(ChunkFunction):
+    """``op`` applied elementwise (NumPy broadcasting) to ``args``: per argument of ``op``,
+    ``ARRAY`` (the next input chunk) or a constant baked in (``x * 2``: ``(ARRAY, 2)``)."""
+
+    def __init__(self, name, op: Op, args, dtype):
+        self.name, self.op, self.args = name, op, tuple(args)
+        self.arity = sum(a is ARRAY for a in self.args)
+        self._dtype = np.dtype(dtype)
+
+    def values(self, chunks):
+        """``args`` with the chunks in the ``ARRAY`` positions."""
+        it = iter(chunks)
+        return [next(it) if a is ARRAY else a for a in self.args]
+
+    def run(self, *chunks):
+        out = self.op(*self.values(chunks))
+        if isinstance(out, (np.ndarray, np.generic)) and out.dtype != self._dtype:
+            out = out.astype(self._dtype)
+        return out
+
+    def out_axes(self, frontier, *in_axes):
+        return broadcast_axes(frontier, *in_axes)
+
+
+class Pack(ChunkFunction):
+    """Join kernel stacking operands (the left one already packed when ``count`` > 2) on a
+    leading axis in a common dtype: how three or more arrays meet one elementwise kernel."""
+
+    arity = 2
+
+    def __init__(self, count, dtype):
+        self.count, self._dtype = int(count), np.dtype(dtype)
+        self.name = f"pack{self.count}"
+
+    def run(self, a, b):
+        xp = npx(a, b)
+        a = a if self.count > 2 else a[None]
+        b = xp.broadcast_to(b, np.broadcast_shapes(tuple(a.shape[1:]), tuple(b.shape)))
+        a = xp.broadcast_to(a, (a.shape[0],) + tuple(b.shape))
+        return xp.concatenate([xp.astype(a, self._dtype), xp.astype(b[None], self._dtype)])
+
+    def out_axes(self, frontier, a, b):
+        return (ChunkAxis.const(self.count),) + broadcast_axes(frontier, a[1:] if self.count > 2 else a, b)
+
+
+class Unpack(ChunkFunction):
+    """The last Join of a packed elementwise operation: unpack the operands (their own
+    ``dtypes``) and apply the elementwise kernel ``apply``."""
+
+    arity = 2
+
+    def __init__(self, apply: ElementwiseOp, dtypes):
+        self.apply, self.dtypes = apply, tuple(np.dtype(d) for d in dtypes)
+        self.name, self._dtype = apply.name, apply._dtype
+
+    def run(self, packed, last):
+        xp = npx(packed, last)
+        parts = [xp.astype(packed[i], dt) for i, dt in enumerate(self.dtypes[:-1])]
+        return xp.asarray(self.apply.run(*parts, last))
+
+    def out_axes(self, frontier, a, b):
+        return broadcast_axes(frontier, a[1:], b)
+
+
+# ---------------------------------------------------------------- kernels reading parameter chunks
+
+class Take(ChunkFunction):
+    """Cut a block into a piece along ``axis`` (``rechunk.gather``): the piece's positions come
+    in a parameter chunk, ``[start, step, length, -1]`` for a progression, else the list.
+    ``sizes[old block, piece]`` are the piece lengths; the piece number is key dim ``piece_dim``."""
+
+    arity = 2
+    host_args = (1,)
+
+    def __init__(self, axis, sizes, piece_dim, dtype):
+        self.axis, self.sizes, self.piece_dim = int(axis), np.asarray(sizes, dtype=np.int64), int(piece_dim)
+        self._dtype = np.dtype(dtype)
+        self.name = f"take[{self.axis}]"
+
+    def run(self, chunk, p):
+        axis = self.axis
+        if p.shape[0] == 4 and p[3] == -1:
+            start, step, n = int(p[0]), int(p[1]), int(p[2])
+            last = start + step * (n - 1)
+            index = [slice(None)] * chunk.ndim
+            index[axis] = slice(min(start, last), max(start, last) + 1, abs(step))
+            out = chunk[tuple(index)]  # a reversed run: the forward slice, flipped (torch has no negative steps)
+            return out if step > 0 else npx(out).flip(out, axis)
+        return npx(chunk).take(chunk, p, axis=axis)
+
+    def out_axes(self, frontier, xa, pa):
+        return along(xa, self.axis, ChunkAxis((self.axis, self.piece_dim), self.sizes))
+
+
+class Concatenate(ChunkFunction):
+    """Join kernel concatenating two blocks along ``axis``; ``total[i]`` is the joined extent
+    of block row i along that axis."""
+
+    arity = 2
+
+    def __init__(self, axis, total):
+        self.axis, self.total = int(axis), tuple(int(t) for t in total)
+        self.name = f"concatenate[{self.axis}]"
+
+    def run(self, u, v):
+        return npx(u, v).concatenate([u, v], axis=self.axis)
+
+    def out_axes(self, frontier, u, v):
+        return along(u, self.axis, ChunkAxis.along(self.axis, self.total))
+
+
+class Triangle(ChunkFunction):
+    """``tril``/``triu`` (``which``) of a block, its diagonal offset in a parameter chunk."""
+
+    arity = 2
+    host_args = (1,)
+
+    def __init__(self, which, dtype):
+        if which not in ("tril", "triu"):
+            raise ValueError(f"Triangle: which must be 'tril' or 'triu', got {which!r}")
+        self.which, self._dtype = which, np.dtype(dtype)
+        self.name = which
+
+    def run(self, c, p):
+        return getattr(npx(c), self.which)(c, int(p[0]))
+
+    def out_axes(self, frontier, c, p):
+        return tuple(c)
 
 
 class Permute(Kernel):
@@ -172,5 +360,6 @@ class ToBackend(Kernel):
         return hash(("to_backend", self.backend, self.device))
 
 
-__all__ = ["Fn", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "ToBackend", "broadcast_axes", "along",
-           "npx", "dtype_of"]
+__all__ = ["ChunkFunction", "Fn", "ARRAY", "Op", "ElementwiseOp", "Pack", "Unpack", "Take", "Concatenate",
+           "Triangle", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "ToBackend", "broadcast_axes",
+           "along", "npx", "dtype_of"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..tra import Join
 from .elementwise import elementwise, subtract
-from .kernels import Fn, npx
+from .kernels import Op, Triangle, npx
 from .rechunk import run_chunks, take
 from .relations import BlockSource, asarray, axes_of, axis_of, grid, offsets, param_relation, wrap
 from .stacking import concatenate
@@ -72,12 +72,13 @@ def broadcast_to(x, shape, chunks=None):
     src = BlockSource("template", shape, _auto(chunks, shape, np.bool_), np.bool_)
     from ..core import RelArray
     template = RelArray(src.input, {src.input.name: src})
-    return elementwise("broadcastTo", lambda v, t: _broadcast_chunk(v, t.shape), x, template, dtype=x.dtype)
+    return elementwise("broadcastTo", broadcast_like, x, template, dtype=x.dtype)
 
 
-def _broadcast_chunk(v, shape):
+def broadcast_like(v, template):
+    """``v`` broadcast to the shape of the chunk ``template`` (a copy)."""
     xp = npx(v)
-    return xp.array(xp.broadcast_to(v, tuple(shape)))
+    return xp.array(xp.broadcast_to(v, tuple(template.shape)))
 
 
 def broadcast_arrays(*args):
@@ -95,8 +96,7 @@ def _triangle(which):
         ro, co = offsets(m.chunks[-2]), offsets(m.chunks[-1])
         P = param_relation({(i, j): [k + ro[i] - co[j]] for i, j in grid(m.numblocks[-2:])},
                            m.numblocks[-2:], what="diagonals")
-        kernel = Fn(which, lambda c, p: getattr(npx(c), which)(c, int(p[0])), 2, dtype=m.dtype, host_args=(1,))
-        return wrap(Join(m.expr, P.expr, (n - 2, n - 1), (0, 1), kernel), m, extra=P.sources)
+        return wrap(Join(m.expr, P.expr, (n - 2, n - 1), (0, 1), Triangle(which, m.dtype)), m, extra=P.sources)
     tri.__name__ = which
     return tri
 
@@ -120,8 +120,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     for _ in range(n):
         hi = a[(slice(None),) * axis + (slice(1, None),)]
         lo = a[(slice(None),) * axis + (slice(None, -1),)]
-        a = subtract(hi, lo) if a.dtype != np.bool_ else elementwise(
-            "notEqual", lambda u, v: npx(u, v).not_equal(u, v), hi, lo)
+        a = subtract(hi, lo) if a.dtype != np.bool_ else elementwise("notEqual", Op(np.not_equal), hi, lo)
     return a
 
 

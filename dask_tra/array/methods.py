@@ -13,6 +13,27 @@ def _da():
     return da
 
 
+def chunk_device(expr, sources) -> str:
+    """The device of ``expr``'s chunks, from metadata: an input's is its source's (the library's
+    default when the source names none), a ``to_backend`` conversion names its own, and every
+    other operator keeps that of its first input of its own library (kernels run on the device
+    of their input chunks)."""
+    from .. import backends
+    from .kernels import ToBackend
+    dev = {}
+    for node in expr.walk():
+        b = backends.get(node.type.backend)
+        kernel = getattr(node, "kernel", None)
+        if isinstance(kernel, ToBackend):
+            dev[id(node)] = b.device_name(kernel.device)
+        elif not node.children:
+            dev[id(node)] = b.device_name(getattr(sources.get(getattr(node, "name", None)), "device", None))
+        else:
+            same = [dev[id(c)] for c in node.children if c.type.backend == node.type.backend]
+            dev[id(node)] = same[0] if same else b.device_name()
+    return dev[id(expr)]
+
+
 def _binary(name, reflected=False):
     def op(self, other):
         from .dispatch import _known
@@ -40,6 +61,9 @@ def _method(name):
 
 def _scalar(convert):
     def to(self):
+        if self.size != 1 and convert is bool:  # NumPy's exception types
+            raise ValueError(f"The truth value of an array with more than one element is ambiguous "
+                             f"(size {self.size}). Use a.any() or a.all()")
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars (size {self.size})")
         return convert(self.compute().reshape(()).item())
@@ -104,11 +128,14 @@ class ArrayMethods:
 
     @property
     def device(self):
-        return "cpu"
+        """Where the chunks live: ``"cpu"``, ``"cuda:0"``, ``"cuda"`` (each worker's own GPU), read
+        from the metadata (``chunk_device``), never by computing."""
+        return chunk_device(self.expr, self.sources)
 
     def to_device(self, device, /, *, stream=None):
-        if device not in ("cpu", None):
-            raise ValueError(f"unsupported device {device!r}")
+        if device is not None and device != self.device:
+            raise ValueError(f"unsupported device {device!r} for chunks on {self.device!r}; "
+                             f"convert with to_backend(backend, device)")
         return self
 
     def copy(self):
@@ -149,11 +176,43 @@ class ArrayMethods:
         from . import namespace
         return namespace
 
-    def __dlpack__(self, **kwargs):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
         return np.asarray(self).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return (1, 0)
+
+    @property
+    def blocks(self):
+        """``x.blocks[i, j]``: the array made of the selected blocks."""
+        from .blockwise import BlockView
+        return BlockView(self)
+
+    @property
+    def vindex(self):
+        """``x.vindex[rows, cols]``: point-wise indexing with broadcast integer arrays."""
+        from .blockwise import VIndex
+        return VIndex(self)
+
+    def map_blocks(self, func, *args, **kwargs):
+        return _da().map_blocks(func, self, *args, **kwargs)
+
+    def map_overlap(self, func, depth, boundary=None, trim=True, **kwargs):
+        return _da().map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
+
+    def store(self, target, **kwargs):
+        return _da().store([self], [target], **kwargs)
+
+    def to_zarr(self, *args, **kwargs):
+        return _da().to_zarr(self, *args, **kwargs)
+
+    def to_hdf5(self, filename, datapath, **kwargs):
+        return _da().to_hdf5(filename, datapath, self, **kwargs)
+
+    def to_delayed(self, optimize_graph=True):
+        return _da().to_delayed(self, optimize_graph)
 
     def _repr_html_(self):
         from .display import repr_html

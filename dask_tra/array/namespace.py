@@ -3,12 +3,17 @@
 Functions are those of ``dask_tra.array`` under the standard's names and signatures
 (positional-only arrays, keyword-only options, ``device`` accepted as "cpu"). Type
 promotion and dtype handling are NumPy 2's (which follow the standard where it speaks).
-Functions whose output shape depends on data (``nonzero``, ``unique_*``) and sorting are
-not supported: they raise NotImplementedError. ``docs/api.md`` lists the gaps.
+Functions whose output shape depends on data (``nonzero``, ``unique_*``) find it by an
+eager pass (``datadependent``). ``linalg`` and ``fft`` are the standard's extensions. ``docs/api.md`` lists the gaps.
 """
+import types as _types
+from collections import namedtuple as _namedtuple
+
 import numpy as _np
 
 import dask_tra.array as _da
+from . import namespace_fft as fft  # noqa: F401 (the Array API extensions)
+from . import namespace_linalg as linalg  # noqa: F401
 from .relations import is_array as _is_array
 
 __array_api_version__ = "2024.12"
@@ -21,11 +26,28 @@ float32, float64, complex64, complex128 = _np.float32, _np.float64, _np.complex6
 
 # ---------------------------------------------------------------- elementwise
 _SAME = """abs add bitwise_and bitwise_or bitwise_xor ceil conj copysign cos cosh equal exp expm1 floor
-floor_divide greater greater_equal hypot imag isfinite isinf isnan less less_equal log log1p log2 log10
+greater greater_equal hypot imag isfinite isinf isnan less less_equal log log1p log2 log10
 logaddexp logical_and logical_not logical_or logical_xor maximum minimum multiply negative nextafter
 not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan tanh
 trunc""".split()
 globals().update({n: getattr(_da, n) for n in _SAME})
+def _floor_divide_chunks(a, b):
+    """floor(a / b) where an operand is infinite (the standard's special cases; NumPy returns
+    NaN or -1 there), NumPy's floor_divide elsewhere."""
+    from .kernels import npx
+    xp = npx(a, b)
+    with _np.errstate(all="ignore"):
+        out = xp.floor_divide(a, b)
+        if _np.result_type(a, b).kind != "f":
+            return out
+        return xp.where(xp.isinf(a) | xp.isinf(b), xp.floor(a / b), out)
+
+
+def floor_divide(x1, x2, /):
+    from .elementwise import elementwise
+    return elementwise("floor_divide", _floor_divide_chunks, x1, x2)
+
+
 _RENAMED = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh", "atan": "arctan",
             "atan2": "arctan2", "atanh": "arctanh", "bitwise_left_shift": "left_shift",
             "bitwise_invert": "invert", "bitwise_right_shift": "right_shift", "pow": "power",
@@ -127,16 +149,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def meshgrid(*arrays, indexing="xy"):
-    arrays = [_da.ravel(_da.asarray(a)) for a in arrays]
-    n = len(arrays)
-    shapes = [[1] * n for _ in arrays]
-    for i, a in enumerate(arrays):
-        shapes[i][i] = a.shape[0]
-    if indexing == "xy" and n > 1:
-        for s in shapes:
-            s[0], s[1] = s[1], s[0]
-    grids = [_da.reshape(a, tuple(s)) for a, s in zip(arrays, shapes)]
-    return _da.broadcast_arrays(*grids)
+    return _da.meshgrid(*arrays, indexing=indexing)
 
 
 tril, triu = _da.tril, _da.triu
@@ -160,8 +173,13 @@ def can_cast(from_, to, /):
     return _np.can_cast(_dtype_of(from_), to)
 
 
+_FInfo = _namedtuple("finfo_object", ["bits", "eps", "max", "min", "smallest_normal", "dtype"])
+
+
 def finfo(type, /):  # noqa: A002
-    return _np.finfo(_dtype_of(type))
+    """NumPy's finfo with Python floats, as the standard asks (NumPy's are NumPy scalars)."""
+    f = _np.finfo(_dtype_of(type))
+    return _FInfo(int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
 
 
 def iinfo(type, /):  # noqa: A002
@@ -196,7 +214,7 @@ def concat(arrays, /, *, axis=0):
     return _da.concatenate(arrays, axis=axis)
 
 
-def expand_dims(x, /, *, axis=0):
+def expand_dims(x, /, axis=0):
     return _da.expand_dims(x, axis)
 
 
@@ -213,8 +231,8 @@ def permute_dims(x, /, axes):
 
 
 def repeat(x, repeats, /, *, axis=None):
-    if _is_array(repeats):
-        raise NotImplementedError("repeat with a RelArray of repeats has a data-dependent shape")
+    if _is_array(repeats):  # the output length depends on the repeats: computed first
+        repeats = _np.asarray(repeats)
     return _da.repeat(x, repeats, axis)
 
 
@@ -243,13 +261,25 @@ def unstack(x, /, *, axis=0):
 
 
 def take(x, indices, /, *, axis=None):
-    if _is_array(indices):
-        raise NotImplementedError("take with a RelArray of indices: compute the indices first")
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError("take: axis is required for arrays of more than one dimension")
-        axis = 0
-    return x[(slice(None),) * (axis % x.ndim) + (_np.asarray(indices),)]
+    if axis is None and x.ndim != 1:
+        raise ValueError("take: axis is required for arrays of more than one dimension")
+    return _da.take(x, indices, axis=0 if axis is None else axis)
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    return _da.take_along_axis(x, indices, axis)
+
+
+def sort(x, /, *, axis=-1, descending=False, stable=True):
+    return _da.sort(x, axis=axis, descending=descending, stable=stable)
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True):
+    return _da.argsort(x, axis=axis, descending=descending, stable=stable)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    return _da.searchsorted(x1, x2, side=side, sorter=sorter)
 
 
 # ---------------------------------------------------------------- statistics, searching, utility
@@ -308,27 +338,49 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     return _da.diff(x, n=n, axis=axis, prepend=prepend, append=append)
 
 
-def _unsupported(name, why):
-    def f(*args, **kwargs):
-        raise NotImplementedError(f"{name}: {why}")
-    f.__name__ = name
-    return f
+def nonzero(x, /):
+    if _da.asarray(x).ndim == 0:
+        raise ValueError("nonzero of a 0-d array")
+    return _da.nonzero(x)
 
 
-_DATA_SHAPE = "the output shape depends on the data; not supported by dask_tra arrays"
-nonzero = _unsupported("nonzero", _DATA_SHAPE)
-unique_all, unique_counts, unique_inverse, unique_values = (
-    _unsupported(n, _DATA_SHAPE) for n in ("unique_all", "unique_counts", "unique_inverse", "unique_values"))
-sort, argsort, searchsorted = (_unsupported(n, "sorting is not supported yet")
-                               for n in ("sort", "argsort", "searchsorted"))
-take_along_axis = _unsupported("take_along_axis", "indices are data; not supported yet")
+_UniqueAll = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+_UniqueCounts = _namedtuple("UniqueCountsResult", ["values", "counts"])
+_UniqueInverse = _namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+
+
+def _unique(x, index, inverse, counts):
+    """NumPy's unique of the computed values (NaNs kept distinct, as the standard says)."""
+    a = _np.asarray(x)
+    out = _np.unique(a.ravel(), return_index=index, return_inverse=inverse, return_counts=counts,
+                     equal_nan=False)
+    out = list(out) if isinstance(out, tuple) else [out]
+    if inverse:
+        out[1 + index] = out[1 + index].reshape(a.shape)
+    return [_da.from_array(v) for v in out]
+
+
+def unique_values(x, /):
+    return _unique(x, False, False, False)[0]
+
+
+def unique_counts(x, /):
+    return _UniqueCounts(*_unique(x, False, False, True))
+
+
+def unique_inverse(x, /):
+    return _UniqueInverse(*_unique(x, False, True, False))
+
+
+def unique_all(x, /):
+    return _UniqueAll(*_unique(x, True, True, True))
 
 
 class _Info:
     """``__array_namespace_info__()``: devices, default dtypes, capabilities."""
 
     def capabilities(self):
-        return {"boolean indexing": True, "data-dependent shapes": False, "max dimensions": 52}
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 52}
 
     def default_device(self):
         return "cpu"
@@ -349,3 +401,15 @@ class _Info:
 
 def __array_namespace_info__():
     return _Info()
+
+
+# ---------------------------------------------------------------- beyond the standard
+# NumPy names xarray's duck-array code calls on ``__array_namespace__()`` (rolling pads, xr.dot
+# and quantile transpose, reductions with skipna use the nan-functions)
+transpose, einsum, concatenate, pad = _da.transpose, _da.einsum, _da.concatenate, _da.pad
+median, nanmedian, quantile, nanquantile = _da.median, _da.nanmedian, _da.quantile, _da.nanquantile
+nansum, nanprod, nanmean, nanmax, nanmin = _da.nansum, _da.nanprod, _da.nanmean, _da.nanmax, _da.nanmin
+nanvar, nanstd, nanargmin, nanargmax = _da.nanvar, _da.nanstd, _da.nanargmin, _da.nanargmax
+nancumsum, nancumprod, cumsum, cumprod = _da.nancumsum, _da.nancumprod, _da.cumsum, _da.cumprod
+sliding_window_view = _da.sliding_window_view
+lib = _types.SimpleNamespace(stride_tricks=_types.SimpleNamespace(sliding_window_view=sliding_window_view))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..dask.sources import RandomSource
+from . import distributions
 from .creation import _auto, _shape, _wrap
+from .distributions import *  # every distribution, re-exported
 from .relations import check_dtype
 
 
@@ -77,8 +79,44 @@ class Generator:
         return randint(low, high, size, chunks, self._seed(), dtype)
 
 
+    def permutation(self, x):
+        return distributions.permutation(x, self._seed())
+
+    def choice(self, a, size=None, replace=True, p=None, chunks="auto", **kw):
+        return distributions.choice(a, size, replace, p, chunks, self._seed())
+
+    def multinomial(self, n, pvals, size=None, chunks="auto", **kw):
+        return distributions.multinomial(n, pvals, size, chunks, self._seed())
+
+    def multivariate_hypergeometric(self, colors, nsample, size=None, method="marginals", chunks="auto", **kw):
+        return distributions.multivariate_hypergeometric(colors, nsample, size, method, chunks, self._seed())
+
+
+def _method(name):
+    def m(self, *args, size=None, chunks="auto", **kwargs):
+        return getattr(distributions, name)(*args, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+    m.__name__ = name
+    m.__doc__ = f"See ``dask_tra.array.random.{name}``."
+    return m
+
+
+for _name in distributions.TABLE:
+    setattr(Generator, _name, _method(_name))
+
+
 class RandomState(Generator):
     """``dask.array.random.RandomState(seed)`` (legacy method names)."""
+
+    def seed(self, seed=None):
+        self._seeds = np.random.default_rng(seed)
+
+    def random_integers(self, low, high=None, size=None, chunks="auto", **kw):
+        """Integers in [low, high] (or [1, low] when ``high`` is None)."""
+        low, high = (1, low) if high is None else (low, high)
+        return self.integers(low, high + 1, size, np.int64, chunks)
+
+    def tomaxint(self, size=None, chunks="auto", **kw):
+        return self.integers(0, np.iinfo(np.int64).max, size, np.int64, chunks)
 
     def random_sample(self, size=None, chunks="auto", **kw):
         return self.random(size, chunks=chunks)
@@ -91,5 +129,26 @@ def default_rng(seed=None):
     return Generator(seed)
 
 
-__all__ = ["random", "random_sample", "uniform", "standard_normal", "normal", "randint",
-           "default_rng", "Generator", "RandomState"]
+def seed(seed=None):
+    """Reseed the module-level ``RandomState`` (its methods below)."""
+    _STATE.seed(seed)
+
+
+_STATE = RandomState()
+random_integers, tomaxint = _STATE.random_integers, _STATE.tomaxint
+
+__all__ = [
+    "Generator",
+    "RandomState",
+    "default_rng",
+    "normal",
+    "randint",
+    "random",
+    "random_integers",
+    "random_sample",
+    "seed",
+    "standard_normal",
+    "tomaxint",
+    "uniform",
+]
+__all__ += distributions.__all__

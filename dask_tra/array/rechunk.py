@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from ..tra import Concat, Filter, Join, ReKey, Tile
-from ..tra.keyfuncs import KeyMap, KeyPred
-from ..tra.relation import ChunkAxis
-from .kernels import Fn, along, npx
+from ..tra.kernels import Bound
+from ..tra.keyfuncs import KeyMap, KeyPred, dims_in, replace_dim
+from .kernels import Take
 from .relations import Rel, grid, offsets, param_relation, rel_of
 
 
@@ -47,19 +47,6 @@ def _encode(local):
         if (steps == steps[0]).all() and steps[0] != 0:
             return np.array([local[0], steps[0], len(local), -1])
     return local
-
-
-def _take(axis):
-    def take(chunk, p):
-        if p.shape[0] == 4 and p[3] == -1:
-            start, step, n = int(p[0]), int(p[1]), int(p[2])
-            last = start + step * (n - 1)
-            index = [slice(None)] * chunk.ndim
-            index[axis] = slice(min(start, last), max(start, last) + 1, abs(step))
-            out = chunk[tuple(index)]  # a reversed run: the forward slice, flipped (torch has no negative steps)
-            return out if step > 0 else npx(out).flip(out, axis)
-        return npx(chunk).take(chunk, p, axis=axis)
-    return take
 
 
 def gather(x, axis: int, src, out_chunks) -> Rel:
@@ -87,8 +74,8 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
     expr, n = x.expr, t.key_arity
     if len(used) < len(in_chunks):  # drop unused blocks, renumber the rest
         rank = {i: r for r, i in enumerate(used)}
-        expr = Filter(expr, KeyPred(lambda k: k[axis] in rank, f"inBlocks{used}", frozenset({axis})))
-        expr = _rekey_axis(expr, axis, lambda k: rank[k[axis]], f"renumber[{axis}]")
+        expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
+        expr = ReKey(expr, KeyMap(Bound(replace_dim, axis, rank), f"renumber[{axis}]"))
     by_old = {i: [] for i in range(len(used))}
     by_new = {j: [] for j in range(len(out_chunks))}
     for i, j, loc in pieces:
@@ -103,9 +90,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
         loc = by_old[ci][k] if k < len(by_old[ci]) else local[:0]
         chunks[(ci, k)], sizes[ci, k] = _encode(loc), len(loc)
     P = param_relation(chunks, (p, q), what="pieces")
-    take = Fn(f"take[{axis}]", _take(axis), 2, dtype=t.dtype, host_args=(1,),
-              axes=lambda f, xa, pa: along(xa, axis, ChunkAxis((axis, n), sizes)))
-    expr = Join(expr, P.expr, (axis,), (0,), take)
+    expr = Join(expr, P.expr, (axis,), (0,), Take(axis, sizes, n, t.dtype))
     place = {}  # (old, piece) -> (new block, position)
     for j, members in by_new.items():
         for w, ik in enumerate(members):
@@ -115,13 +100,9 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
         for w in range(len(members), r):
             place[next(spare)] = (j, w)
     if len(place) < p * q:
-        expr = Filter(expr, KeyPred(lambda k: (k[axis], k[n]) in place, "placedPieces",
+        expr = Filter(expr, KeyPred(Bound(dims_in, (axis, n), frozenset(place)), "placedPieces",
                                     frozenset({axis, n})))
-
-    def to_new(k):
-        j, w = place[(k[axis], k[n])]
-        return k[:axis] + (j,) + k[axis + 1:n] + ((w,) if r > 1 else ())
-    expr = _rekey_fn(expr, to_new, f"placePieces[{axis}]")
+    expr = ReKey(expr, KeyMap(Bound(_place_piece, axis, n, r > 1, place), f"placePieces[{axis}]"))
     if r > 1:
         expr = Concat(expr, n, axis)
     return Rel(expr, rel_of(x, P))
@@ -145,9 +126,9 @@ def _whole_blocks(x, axis, pieces, in_chunks):
         seen[j] = seen.get(j, 0) + 1
     expr, n, r = x.expr, x.expr.type.key_arity, int(counts[0])
     if len(place) < len(in_chunks):
-        expr = Filter(expr, KeyPred(lambda k: k[axis] in place, f"inBlocks{sorted(place)}", frozenset({axis})))
-    expr = _rekey_fn(expr, lambda k: k[:axis] + (place[k[axis]][0],) + k[axis + 1:] + (
-        (place[k[axis]][1],) if r > 1 else ()), f"placeBlocks[{axis}]")
+        expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}",
+                                    frozenset({axis})))
+    expr = ReKey(expr, KeyMap(Bound(_place_block, axis, r > 1, place), f"placeBlocks[{axis}]"))
     return Concat(expr, n, axis) if r > 1 else expr
 
 
@@ -168,16 +149,24 @@ def _tiles(x, axis, pieces, in_chunks):
             return None
     new = {(i, k): j for i, ps in by_old.items() for k, (j, _) in enumerate(ps)}
     n = x.expr.type.key_arity
-    return _rekey_fn(Tile(x.expr, axis, size), lambda k: k[:axis] + (new[(k[axis], k[n])],) + k[axis + 1:n],
-                     f"placeTiles[{axis}]")
+    return ReKey(Tile(x.expr, axis, size), KeyMap(Bound(_place_tile, axis, n, new), f"placeTiles[{axis}]"))
 
 
-def _rekey_axis(expr, axis, fn, name):
-    return ReKey(expr, KeyMap(lambda k: k[:axis] + (fn(k),) + k[axis + 1:], name))
+def _place_piece(axis, n, numbered, place, k):
+    """(old block, piece) -> (new block, position in it, if new blocks have several pieces)."""
+    j, w = place[(k[axis], k[n])]
+    return k[:axis] + (j,) + k[axis + 1:n] + ((w,) if numbered else ())
 
 
-def _rekey_fn(expr, fn, name):
-    return ReKey(expr, KeyMap(fn, name))
+def _place_block(axis, numbered, place, k):
+    """old block -> (new block, position in it, if new blocks have several old ones)."""
+    j, w = place[k[axis]]
+    return k[:axis] + (j,) + k[axis + 1:] + ((w,) if numbered else ())
+
+
+def _place_tile(axis, n, new, k):
+    """(old block, tile) -> new block."""
+    return k[:axis] + (new[(k[axis], k[n])],) + k[axis + 1:n]
 
 
 def rechunk_axes(x, chunks: dict) -> Rel:

@@ -22,13 +22,13 @@ import numpy as np
 
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
+from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
 from .elementwise import elementwise, isnan, logical_not, not_equal
-from .kernels import Fn, ReduceChunk, Reshape, dtype_of, npx
+from .kernels import ARRAY, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, dtype_of, npx
 from .relations import asarray, axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
-fmax = K.Elementwise("fmax", lambda xp, a, b: npx(a, b).fmax(a, b), 2, associative=True, commutative=True)
-fmin = K.Elementwise("fmin", lambda xp, a, b: npx(a, b).fmin(a, b), 2, associative=True, commutative=True)
+fmax, fmin = K.fmax, K.fmin
 
 
 def reduction(x, axis, keepdims, init, merge, final=None, start=None, extra=None):
@@ -105,11 +105,12 @@ def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, *
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
     res = acc if dtype is not None or a.dtype.kind in "biu" else a.dtype
     n = _count(a, axis)
-    final = Fn(f"divide[{n}]", lambda s: npx(s).astype(_div(s, n), res), dtype=res)
+    final = ElementwiseOp(f"divide[{n}]", Op(quiet_divide), (ARRAY, n), res)
     return reduction(a, axis, keepdims, lambda axes: ReduceChunk("sum", axes, acc), K.add, final)
 
 
-def _div(s, n):
+def quiet_divide(s, n):
+    """``s / n``; an empty reduction (n = 0) gives NaN without a warning."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return s / n
 
@@ -127,17 +128,20 @@ def count_nonzero(a, axis=None, keepdims=False):
 # ---------------------------------------------------------------- var / std: (count, mean, M2)
 
 def _moments_init(axes, dt):
-    def fn(c):
-        xp = npx(c)
-        n = math.prod(c.shape[a] for a in axes)
-        m = xp.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
-        d = c - m
-        m2 = xp.sum(xp.real(d * xp.conj(d)) if dt.kind == "c" else d * d, axis=axes, keepdims=True, dtype=dt)
-        return xp.stack([xp.full_like(m, n), m, m2])
+    return Fn(f"moments{list(axes)}", Bound(_moments, axes, dt), axes=Bound(_moments_axes, axes), dtype=dt)
 
-    def axes_fn(f, ax):
-        return (ChunkAxis.const(3),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
-    return Fn(f"moments{list(axes)}", fn, axes=axes_fn, dtype=dt)
+
+def _moments(axes, dt, c):
+    xp = npx(c)
+    n = math.prod(c.shape[a] for a in axes)
+    m = xp.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
+    d = c - m
+    m2 = xp.sum(xp.real(d * xp.conj(d)) if dt.kind == "c" else d * d, axis=axes, keepdims=True, dtype=dt)
+    return xp.stack([xp.full_like(m, n), m, m2])
+
+
+def _moments_axes(axes, frontier, ax):
+    return (ChunkAxis.const(3),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
 
 
 def _moments_merge(a, b):
@@ -152,6 +156,10 @@ def _moments_merge(a, b):
     return xp.stack([xp.astype(n, dt), m, xp.astype(m2, dt)])
 
 
+def _without_first_axis(frontier, ax):
+    return tuple(ax[1:])
+
+
 moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
 
 
@@ -162,14 +170,15 @@ def var(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=
     ddof = correction if correction is not None else ddof
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
     res = np.var(np.ones(2, a.dtype), dtype=dtype).dtype
-
-    def fin(s):
-        xp = npx(s)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            v = (xp.real(s[2]) / xp.maximum(xp.real(s[0]) - ddof, 0))
-        return xp.astype(xp.sqrt(v) if _root else v, res)
-    final = Fn("std" if _root else "var", fin, axes=lambda f, ax: ax[1:], dtype=res)
+    final = Fn("std" if _root else "var", Bound(_variance, ddof, _root, res), axes=_without_first_axis, dtype=res)
     return reduction(a, axis, keepdims, lambda axes: _moments_init(axes, acc), moments_merge, final)
+
+
+def _variance(ddof, root, res, s):
+    xp = npx(s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = (xp.real(s[2]) / xp.maximum(xp.real(s[0]) - ddof, 0))
+    return xp.astype(xp.sqrt(v) if root else v, res)
 
 
 def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *,
@@ -180,39 +189,49 @@ def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=
 # ---------------------------------------------------------------- argmin / argmax: (value, index)
 
 def _arg_init(op, axis, shape, dt):
-    def fn(c, off):
-        xp = npx(c)
-        red = tuple(range(c.ndim)) if axis is None else (axis,)
-        kshape = tuple(1 if i in red else s for i, s in enumerate(c.shape))
-        if math.prod(c.shape[i] for i in red) == 0:
-            return xp.stack([xp.zeros(kshape, dt), xp.full(kshape, -1, dt)])
-        if axis is None:  # the winner's position: a few integers, read on the host
-            local = np.unravel_index(int(getattr(xp, op)(c)), tuple(c.shape))
-            val = c[tuple(int(i) for i in local)]
-            idx = np.ravel_multi_index(tuple(int(i) + int(o) for i, o in zip(local, off)), shape)
-            return xp.stack([xp.full(kshape, val, dt), xp.full(kshape, int(idx), dt)])
-        local = getattr(xp, op)(c, axis=axis, keepdims=True)
-        val = xp.take_along_axis(c, local, axis)
-        return xp.stack([xp.astype(val, dt), xp.astype(local + int(off[0]), dt)])
+    return Fn(f"{op}Init", Bound(_arg_start, op, axis, shape, dt), 2, axes=Bound(_arg_axes, axis), dtype=dt,
+              host_args=(1,))
 
-    def axes_fn(f, ax, _):
-        red = range(len(ax)) if axis is None else (axis,)
-        return (ChunkAxis.const(2),) + tuple(ChunkAxis.const(1) if i in red else a for i, a in enumerate(ax))
-    return Fn(f"{op}Init", fn, 2, axes=axes_fn, dtype=dt, host_args=(1,))
+
+def _arg_start(op, axis, shape, dt, c, off):
+    xp = npx(c)
+    red = tuple(range(c.ndim)) if axis is None else (axis,)
+    kshape = tuple(1 if i in red else s for i, s in enumerate(c.shape))
+    if math.prod(c.shape[i] for i in red) == 0:
+        return xp.stack([xp.zeros(kshape, dt), xp.full(kshape, -1, dt)])
+    if axis is None:  # the winner's position: a few integers, read on the host
+        local = np.unravel_index(int(getattr(xp, op)(c)), tuple(c.shape))
+        val = c[tuple(int(i) for i in local)]
+        idx = np.ravel_multi_index(tuple(int(i) + int(o) for i, o in zip(local, off)), shape)
+        return xp.stack([xp.full(kshape, val, dt), xp.full(kshape, int(idx), dt)])
+    local = getattr(xp, op)(c, axis=axis, keepdims=True)
+    val = xp.take_along_axis(c, local, axis)
+    return xp.stack([xp.astype(val, dt), xp.astype(local + int(off[0]), dt)])
+
+
+def _arg_axes(axis, frontier, ax, _):
+    red = range(len(ax)) if axis is None else (axis,)
+    return (ChunkAxis.const(2),) + tuple(ChunkAxis.const(1) if i in red else a for i, a in enumerate(ax))
 
 
 def _arg_merge(op):
-    def fn(a, b):
-        xp = npx(a, b)
-        va, ia, vb, ib = a[0], xp.real(a[1]), b[0], xp.real(b[1])
-        cmp = xp.less(va, vb) if op == "argmin" else xp.greater(va, vb)
-        better = cmp | ((va == vb) & (ia < ib))
-        if dtype_of(a).kind in "fc":
-            na, nb = xp.isnan(va), xp.isnan(vb)
-            better = xp.where(na | nb, na & (~nb | (ia < ib)), better)
-        better = xp.where(ib < 0, True, xp.where(ia < 0, False, better))
-        return xp.where(better[None], a, b)
-    return Fn(f"{op}Merge", fn, 2, associative=True, commutative=True)
+    return Fn(f"{op}Merge", Bound(_arg_better, op), 2, associative=True, commutative=True)
+
+
+def _arg_better(op, a, b):
+    xp = npx(a, b)
+    va, ia, vb, ib = a[0], xp.real(a[1]), b[0], xp.real(b[1])
+    cmp = xp.less(va, vb) if op == "argmin" else xp.greater(va, vb)
+    better = cmp | ((va == vb) & (ia < ib))
+    if dtype_of(a).kind in "fc":
+        na, nb = xp.isnan(va), xp.isnan(vb)
+        better = xp.where(na | nb, na & (~nb | (ia < ib)), better)
+    better = xp.where(ib < 0, True, xp.where(ia < 0, False, better))
+    return xp.where(better[None], a, b)
+
+
+def _index_of(s):
+    return npx(s).astype(npx(s).real(s[1]), np.intp)
 
 
 def _arg(op):
@@ -229,8 +248,7 @@ def _arg(op):
                                                                              else (a.numblocks[ax],))},
                            tuple(a.numblocks[d] for d in dims), what="offsets")
         start = Join(a.expr, P.expr, dims, tuple(range(len(dims))), _arg_init(op, ax, a.shape, dt))
-        final = Fn("index", lambda s: npx(s).astype(npx(s).real(s[1]), np.intp), axes=lambda f, x: x[1:],
-                   dtype=np.intp)
+        final = Fn("index", _index_of, axes=_without_first_axis, dtype=np.intp)
         return reduction(a, axis, keepdims, None, _arg_merge(op), final, start=start, extra=P.sources)
     reduce.__name__ = op
     return reduce
@@ -254,15 +272,13 @@ def _scan(op):
             x, axis = reshape(x, (-1,)), 0
         axis = axis_of(axis, x.ndim)
         dt = check_dtype(getattr(np, op)(np.zeros(1, x.dtype), dtype=dtype).dtype)
-        local = Transform(x.expr, Fn(f"{op}[{axis}]", lambda c: getattr(npx(c), op)(c, axis=axis, dtype=dt),
-                                     dtype=dt))
+        local = Transform(x.expr, Fn(f"{op}[{axis}]", Bound(_scan_chunk, op, axis, dt), dtype=dt))
         p = x.numblocks[axis]
         if p == 1:
             return wrap(local, x)
         totals = Transform(x.expr, ReduceChunk(total, (axis,), dt))
         mask = param_relation({(i, j): i < j for i, j in grid((p, p))}, (p, p), np.bool_, "before")
-        pick = K.mul if op == "cumsum" else K.Elementwise(
-            "prefixFactor", lambda xp, t, m: npx(t, m).where(m, t, npx(t, m).ones_like(t)), 2, dtype=dt)
+        pick = K.mul if op == "cumsum" else K.Elementwise("prefixFactor", _prefix_factor, 2, dtype=dt)
         n = x.ndim
         prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick),
                            [d if d != axis else n for d in range(n)], agg)
@@ -270,6 +286,15 @@ def _scan(op):
     scan.__name__ = op
     scan.__doc__ = f"numpy.{op} along ``axis`` (None: of the flattened array)."
     return scan
+
+
+def _scan_chunk(op, axis, dt, c):
+    return getattr(npx(c), op)(c, axis=axis, dtype=dt)
+
+
+def _prefix_factor(xp, t, m):
+    """A block total where the mask says the block comes before, else 1."""
+    return npx(t, m).where(m, t, npx(t, m).ones_like(t))
 
 
 cumsum = _scan("cumsum")

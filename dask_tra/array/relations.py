@@ -16,7 +16,9 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..dask.sources import Source, fresh_name
 from ..tra import Input, ReKey, RelationType
-from ..tra.keyfuncs import KeyMap
+from ..tra.kernels import Bound
+from ..tra.keyfuncs import KeyMap, select_dims
+from ..tra.tasks import Data
 from ..tra.relation import infer_axis
 
 SUPPORTED_KINDS = "biufc"
@@ -93,7 +95,7 @@ def rekey(expr, positions):
     if None not in positions:
         return ReKey(expr, KeyMap.selecting(positions))
     name = "key[" + ",".join("0" if p is None else str(p) for p in positions) + "]"
-    return ReKey(expr, KeyMap(lambda k: tuple(0 if p is None else k[p] for p in positions), name))
+    return ReKey(expr, KeyMap(Bound(select_dims, positions), name))
 
 
 class ParamSource(Source):
@@ -108,7 +110,7 @@ class ParamSource(Source):
         self.input = Input(fresh_name(what), RelationType(frontier, axes, np.dtype(dtype)))
 
     def task(self, key):
-        return (_identity, self.chunks[tuple(key)])
+        return Data(self.chunks[tuple(key)])
 
 
 def param_relation(chunks: dict, frontier, dtype=np.int64, what="param") -> Rel:
@@ -159,10 +161,6 @@ def _make_block(kind, shape, offsets, dtype, params):
     if kind == "template":
         return np.broadcast_to(np.zeros((), dtype), shape)
     raise ValueError(f"unknown block kind {kind!r}")
-
-
-def _identity(x):
-    return x
 
 
 def grid(frontier):

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tra import Join
-from ..tra.relation import ChunkAxis
-from .kernels import Fn, along, npx
+from .kernels import Concatenate
 from .rechunk import even_chunks, gather, rechunk_axes
 from .relations import asarray, axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
@@ -59,10 +58,7 @@ def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
         if expr is None:
             expr = e
             continue
-        total = tuple(int(s) for s in sizes)
-        kernel = Fn(f"concatenate[{axis}]", lambda u, v: npx(u, v).concatenate([u, v], axis=axis), 2,
-                    axes=lambda f, u, v, total=total: along(u, axis, ChunkAxis.along(axis, total)))
-        expr = Join(expr, e, range(nd), range(nd), kernel)
+        expr = Join(expr, e, range(nd), range(nd), Concatenate(axis, sizes))
     starts = offsets(sizes)
     src = np.concatenate([starts[k] + loc for locs in src_of for k, loc in enumerate(locs)])
     out_chunks = tuple(c for a in arrays for c in a.chunks[axis] if c) or (0,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dask.sources import Source
+from ..tra.tasks import Data
 from .backward import backward
 from .terms import Context, GradError, Term, cast_term, materialize, same_axes
 
@@ -15,11 +16,7 @@ class ConstSource(Source):
         self.input, self.chunks = const.input, const.chunks
 
     def task(self, key):
-        return (_identity, self.chunks[tuple(key)])
-
-
-def _identity(x):
-    return x
+        return Data(self.chunks[tuple(key)])
 
 
 def _is_relarray(x):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dask.collection import DaskCollection, _finalize, chunk_backends, input_placements, plan_cache_key
+from ..dask.collection import DaskCollection, _finalize, _report_reads, current_rates
 from ..dask.sources import fresh_name
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
@@ -33,6 +33,10 @@ def _token(_chunk):
 
 def _token2(a, b):
     return np.zeros((), np.int8)
+
+
+def _no_axes(frontier, *in_axes):
+    return ()
 
 
 class Joint(DaskCollection):
@@ -53,11 +57,11 @@ class Joint(DaskCollection):
         self._kernels = []
         root = None
         for i, a in enumerate(arrays):
-            k = GradKernel(f"output{i}", _token, 1, axes=lambda f, ax: (), dtype=np.int8)
+            k = GradKernel(f"output{i}", _token, 1, axes=_no_axes, dtype=np.int8)
             self._kernels.append(k)
             tok = Aggregate(Transform(a.expr, k), [], K.add) if a.expr.type.key_arity else Transform(a.expr, k)
             root = tok if root is None else Join(root, tok, [], [],
-                                                 GradKernel("outputs", _token2, 2, axes=lambda f, x, y: (),
+                                                 GradKernel("outputs", _token2, 2, axes=_no_axes,
                                                             dtype=np.int8))
         self.expr = root
         self.sources = {}
@@ -69,20 +73,12 @@ class Joint(DaskCollection):
         self._plans = {}
         self._last_explain = None
 
-    def planned(self, sites=None):
-        """(Plan, Sites), like ``RelArray.planned``; shared nodes in one layout if ``reuse``."""
+    def _make_plan(self, where, placements):
+        """Like ``RelArray``'s plan, with shared nodes in one layout if ``reuse``."""
         from .. import config
-        from ..dask.sites import current_sites
-        where = current_sites(sites, chunk_backends(self.expr))
-        placements = input_placements(self.sources, where)
-        cache_key = plan_cache_key(where, placements)
-        cached = self._plans.get(cache_key)
-        if cached is not None:
-            return cached
-        p = plan_joint(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
-                       keep=config.get("keep"), force=config.get("force"), reuse=self.reuse)
-        self._plans[cache_key] = (p, where)
-        return p, where
+        return plan_joint(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
+                          keep=config.get("keep"), force=config.get("force"), reuse=self.reuse,
+                          rates=current_rates(where))
 
     def explain(self, sites=None):
         """The report of the one plan computing every output."""
@@ -93,10 +89,10 @@ class Joint(DaskCollection):
         tasks read (a token task per output tuple, whose one dependency is that tuple)."""
         from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
         from dask.task_spec import Alias
-        p, where = self.planned()
-        self._report(p)
-        if p.__dict__.get("joint_graph") is None:
-            graph, _ = self._emit(p, where, f"{self.name}-root")
+        entry = self._planned_entry()
+        self._report(entry.plan)
+        if entry.graph is None:
+            graph, _, entry.reads = self._emit(entry, f"{self.name}-root", unfused_kernels=self._kernels)
             layer_of, found = {}, {i: {} for i in range(len(self.arrays))}
             index = {id(k): i for i, k in enumerate(self._kernels)}
             for name, layer in graph.layers.items():
@@ -114,8 +110,9 @@ class Joint(DaskCollection):
                 aliases = {(name,) + k: Alias((name,) + k, src) for k, src in found[i].items()}
                 layers[name] = MaterializedLayer(aliases)
                 deps[name] = {layer_of[src] for src in found[i].values() if src in layer_of}
-            p.joint_graph = HighLevelGraph(layers, deps)
-        return p.joint_graph
+            entry.graph = HighLevelGraph(layers, deps)
+        _report_reads(entry.reads)
+        return entry.graph
 
     def __dask_keys__(self):
         out = []
@@ -153,72 +150,12 @@ class Joint(DaskCollection):
             ", ".join(f"{a.shape}" for a in self.arrays) + ">"
 
 
-def plan_joint(expr, sites, placements=None, memory_limit=None, force=None, keep=6, reuse=True):
-    """``optimizer.plan``, except that with ``reuse`` every TRA node is computed in ONE layout.
-
-    The optimizer's search keeps up to ``keep`` alternatives per node and each consumer takes
-    the one it likes, so the best plan may compute a node in several layouts (its cost model
-    prices moves, not recomputation). Here: plan as usual; then, for the first node (in
-    topological order) whose plan uses several of its alternatives, re-plan with that node
-    restricted to each of them in turn and keep the cheapest restriction; repeat until no
-    node is computed twice. Each round is one more search (metadata only)."""
-    from collections import Counter
+def plan_joint(expr, sites, placements=None, memory_limit=None, force=None, keep=6, reuse=True, rates=None):
+    """``optimizer.plan``; with ``reuse`` every TRA node is computed in ONE layout (see
+    ``optimizer.plan_many``'s ``one_layout``): consumers wanting another layout move it."""
     from .. import optimizer as O
-    if not reuse:
-        return O.plan(expr, sites, placements=placements, memory_limit=memory_limit, force=force, keep=keep)
-    from ..optimizer import strategies as S
-    from ..optimizer.search import _input_alt, _plan_node
-    from ..tra import Input
-    if sites < 1:
-        raise ValueError(f"sites must be >= 1, got {sites}")
-    placements = placements or {}
-    order = expr.walk()
-    consumers = Counter(id(c) for n in order for c in n.children)
-    fused = {id(n.child) for n in order if S.is_contraction(n) and consumers[id(n.child)] == 1}
-    planned = [n for n in order if id(n) not in fused and not isinstance(n, Input)]
-
-    def search(fixed):
-        alts = {}
-        for node in order:
-            if id(node) in fused:
-                continue
-            if isinstance(node, Input):
-                alts[id(node)] = [_input_alt(node, sites, placements)]
-                continue
-            options = _plan_node(node, alts, sites, memory_limit, force, keep)
-            if id(node) in fixed:
-                options = [options[min(fixed[id(node)], len(options) - 1)]]
-            alts[id(node)] = options
-        best = alts[id(expr)][0]
-        cost = best.cost if best.cost is not None else O.evaluate_cost(best.node)
-        return alts, best, cost
-
-    def conflict(alts, best):
-        used = {id(n) for n in best.node.walk()}
-        for node in planned:
-            hits = [i for i, a in enumerate(alts[id(node)]) if id(a.node) in used]
-            if len(hits) > 1:
-                return node, hits
-        return None, None
-
-    fixed = {}
-    alts, best, cost = search(fixed)
-    while True:
-        node, hits = conflict(alts, best)
-        if node is None:
-            break
-        tried = []
-        for i in hits:
-            trial = dict(fixed)
-            trial[id(node)] = i
-            a, b, c = search(trial)
-            tried.append(((c.bytes_moved, c.max_peak, i), trial, a, b, c))
-        _, fixed, alts, best, cost = min(tried, key=lambda t: t[0])
-    ops = [O.OperatorReport(kind, strategy, table, O._describe(node, kind), c.bytes_moved, c.max_peak)
-           for node, kind, strategy, table, c in best.notes.values()]
-    report = O.Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory,
-                       gather_bytes=O.gather_bytes(best.node), ia_plan=O.ia_tree(best.node))
-    return O.Plan(best.node, cost, report)
+    return O.plan_many((expr,), sites, placements=placements, memory_limit=memory_limit, force=force,
+                       keep=keep, rates=rates, one_layout=reuse)
 
 
 def _finalize_all(results, ndims):

@@ -10,28 +10,38 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backends
 from ..tra import Transform
+from ..tra.kernels import first_axes
+from ..tra.tasks import identity
 from .terms import GradKernel
+from .vjp import P, Y, register_partials
+
+
+def _float_dtype(v):
+    return np.result_type(backends.dtype_of(v), np.float16)
 
 
 def _sigmoid_np(v):
-    e = np.exp(-np.abs(v))
-    return np.where(v >= 0, 1 / (1 + e), e / (1 + e)).astype(np.result_type(v, np.float16), copy=False)
+    xp = backends.numpy_like(v)  # NumPy's functions, in the chunk's library
+    e = xp.exp(-xp.absolute(v))
+    return xp.astype(xp.where(v >= 0, 1 / (1 + e), e / (1 + e)), _float_dtype(v), copy=False)
 
 
 def _relu_np(v):
-    return np.maximum(v, 0)
+    return backends.numpy_like(v).maximum(v, 0)
 
 
 def _softplus_np(v):
-    return np.logaddexp(0, v).astype(np.result_type(v, np.float16), copy=False)
+    xp = backends.numpy_like(v)
+    return xp.astype(xp.logaddexp(0, v), _float_dtype(v), copy=False)
 
 
 class _Stop(GradKernel):
     stops_gradient = True
 
 
-STOP_GRADIENT = _Stop("stop_gradient", lambda v: v, 1, axes=lambda f, a: a)
+STOP_GRADIENT = _Stop("stop_gradient", identity, 1, axes=first_axes)
 
 
 def stop_gradient(x):
@@ -60,6 +70,24 @@ def relu(x):
 def softplus(x):
     """log(1 + exp(x)), computed without overflow. d/dx = sigmoid(x)."""
     return _unary("softplus", _softplus_np, x)
+
+
+def _d_sigmoid(xp, y):
+    return y * (1 - y)
+
+
+def _d_softplus(xp, v):  # the sigmoid
+    e = xp.exp(-xp.abs(v))
+    return xp.where(v >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _d_relu(xp, a):
+    return xp.where(a > 0, 1.0, 0.0)  # 0 at 0, like jax.nn.relu / torch.relu
+
+
+register_partials(_sigmoid_np, (P([Y], _d_sigmoid),))
+register_partials(_relu_np, (P([0], _d_relu),))
+register_partials(_softplus_np, (P([0], _d_softplus),))
 
 
 def logsumexp(x, axis=-1, keepdims=False):

@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backends
+from ..array.kernels import ReduceChunk
 from ..tra import Aggregate, Concat, Filter, Join, ReKey, Tile, Transform
-from ..tra.keyfuncs import KeyMap, KeyPred
+from ..tra import kernels as K
+from ..tra.kernels import Bound, first_axes, with_axis
+from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from ..tra.relation import ChunkAxis
 from .terms import (GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of,
                     zip_terms)
@@ -97,40 +101,52 @@ def _join(node, cot, active, ctx):
 
 # ---------------------------------------------------------------- Aggregate
 
+EXTREMA = (K.maximum, K.minimum, K.fmax, K.fmin)
+
+
 def _aggregate(node, cot, ctx):
     g_by = node.group_by
     name = node.kernel.name
-    if name == "add":
+    if node.kernel == K.add:
         return Term(cot.expr, tuple(g_by[d] for d in cot.dims))
-    if name in ("maximum", "minimum", "fmax", "fmin"):
+    if node.kernel in EXTREMA:
         fused = _reduction_max(node, cot, ctx)
         if fused is not None:
             return fused
         child = node.child
         dtype = child.type.dtype
         m = _argmask(Term(child, _full(child)), Term(node, g_by), dtype, f"argmask[{name}]")
-        count = group(m, g_by)
-        g = Term(cot.expr, tuple(g_by[d] for d in cot.dims))
-
-        def share(gc, n):
-            xp = xp_of(gc, n)
-            return cast(xp, gc / n, dtype)
-        gs = zip_terms(g, count, GradKernel("shareTies", share, 2, dtype=dtype))
-
-        def times(mc, gc):
-            return cast(xp_of(mc, gc), mc * gc, dtype)
-        return reorder(zip_terms(m, gs, GradKernel(f"d{name}", times, 2, axes=lambda f, a, b: a, dtype=dtype)),
-                       _full(child))
+        return reorder(_shared(m, group(m, g_by), cot, g_by, dtype, f"d{name}"), _full(child))
     raise GradError(f"{node.describe()}: aggregation with {name!r} is not differentiable "
                     f"(add, maximum and minimum are)")
 
 
+def _shared(mask, count, cot, g_by, dtype, name):
+    """g shared evenly among the ``count`` tuples of a group where ``mask`` is 1."""
+    g = Term(cot.expr, tuple(g_by[d] for d in cot.dims))
+    gs = zip_terms(g, count, GradKernel("shareTies", Bound(_divided, dtype), 2, dtype=dtype))
+    return zip_terms(mask, gs, GradKernel(name, Bound(_product, dtype), 2, axes=first_axes, dtype=dtype))
+
+
+def _divided(dtype, gc, n):
+    return cast(xp_of(gc, n), gc / n, dtype)
+
+
+def _product(dtype, mc, gc):
+    return cast(xp_of(mc, gc), mc * gc, dtype)
+
+
+def _equal_mask(dtype, vc, ec):
+    return cast(xp_of(vc, ec), xp_of(vc, ec).where(vc == ec, 1.0, 0.0), dtype)
+
+
 def _argmask(values, extremum, dtype, name):
     """1.0 where ``values`` equal their group's ``extremum`` (the max/min that reached the output)."""
-    def mask(vc, ec):
-        xp = xp_of(vc, ec)
-        return cast(xp, xp.where(vc == ec, 1.0, 0.0), dtype)
-    return zip_terms(values, extremum, GradKernel(name, mask, 2, axes=lambda f, a, b: a, dtype=dtype))
+    return zip_terms(values, extremum, GradKernel(name, Bound(_equal_mask, dtype), 2, axes=first_axes, dtype=dtype))
+
+
+def _count_ties(axes, dtype, c):
+    return cast(xp_of(c), xp_of(c).sum(c, axis=axes, keepdims=True), dtype)
 
 
 def _reduction_max(node, cot, ctx):
@@ -140,7 +156,7 @@ def _reduction_max(node, cot, ctx):
     (X, its contribution), or None when the pattern does not apply."""
     red = node.child
     k = getattr(red, "kernel", None)
-    if not (isinstance(red, Transform) and type(k).__name__ in ("ReduceChunk", "Reduce")
+    if not (isinstance(red, Transform) and isinstance(k, (ReduceChunk, K.Reduce))
             and getattr(k, "op", None) in ("max", "min", "amax", "amin", "nanmax", "nanmin")
             and getattr(k, "keepdims", True) and ctx.consumers.get(id(red)) == 1 and id(red) not in ctx.wrt
             and id(red.child) in ctx.active):
@@ -150,16 +166,10 @@ def _reduction_max(node, cot, ctx):
     g_by = node.group_by
     dtype = x.type.dtype
     m = _argmask(Term(x, _full(x)), Term(node, g_by), dtype, "argmask")
-    local = Term(Transform(m.expr, GradKernel(
-        "countTies", lambda c: cast(xp_of(c), xp_of(c).sum(c, axis=axes, keepdims=True), dtype), 1,
-        axes=lambda f, a: tuple(ChunkAxis.const(1) if i in axes else ax for i, ax in enumerate(a)),
-        dtype=dtype)), m.dims)
-    count = group(local, g_by)
-    g = Term(cot.expr, tuple(g_by[d] for d in cot.dims))
-    gs = zip_terms(g, count, GradKernel("shareTies", lambda gc, n: cast(xp_of(gc, n), gc / n, dtype), 2,
-                                        dtype=dtype))
-    out = zip_terms(m, gs, GradKernel(f"d{k.op}", lambda mc, gc: cast(xp_of(mc, gc), mc * gc, dtype), 2,
-                                      axes=lambda f, a, b: a, dtype=dtype))
+    ties = ReduceChunk("sum", axes, dtype)  # for its output axes: the reduced ones of extent 1
+    local = Term(Transform(m.expr, GradKernel("countTies", Bound(_count_ties, axes, dtype), 1,
+                                              axes=Bound(K.kernel_axes, ties), dtype=dtype)), m.dims)
+    out = _shared(m, group(local, g_by), cot, g_by, dtype, f"d{k.op}")
     return x, reorder(out, _full(x))
 
 
@@ -202,7 +212,7 @@ def _rekey(node, cot, ctx):
         return Term(expr, tuple(mapping[cot.dims[i]] for i in keep))
     g = materialize(cot, node.type, ctx)
     src = node.source
-    inverse = KeyMap(lambda k, src=src: src[tuple(k)], f"inverse({node.key_fn})")
+    inverse = KeyMap.table(src, f"inverse({node.key_fn})")
     return Term(ReKey(g.expr, inverse), _full(node.child))
 
 
@@ -246,25 +256,31 @@ def densify(g: Term, have, want, ctx):
             else:
                 chunks[(r, s)] = [-1] + [0] * want.rank
     P = ctx.const(chunks, (n, q), np.int64, "grad-zeros")
-    g1 = ReKey(g.expr, KeyMap(lambda k, rank=rank: (rank[tuple(k)],), "rankKeys"))
+    g1 = ReKey(g.expr, KeyMap.table({k: (r,) for k, r in rank.items()}, "rankKeys"))
     dtype = want.dtype
-
-    def fill(gc, p):
-        p = np.asarray(p)
-        if p[0] == 1:
-            return gc
-        return xp_of(gc).zeros(tuple(int(v) for v in p[1:]), dtype=dtype)
-
     axes = tuple(ChunkAxis((0, 1), sizes[:, :, a]) for a in range(want.rank))
-    expr = Join(g1, P, [0], [0], GradKernel("zeroFill", fill, 2, axes=lambda f, a, b: axes, dtype=dtype))
+    expr = Join(g1, P, [0], [0], GradKernel("zeroFill", Bound(_zero_fill, dtype), 2, axes=Bound(_fixed_axes, axes),
+                                            dtype=dtype))
     if len(place) < n * q:
-        expr = Filter(expr, KeyPred(lambda k, place=place: (k[0], k[1]) in place, "placedSlots",
-                                    frozenset({0, 1})))
-    expr = ReKey(expr, KeyMap(lambda k, place=place: place[(k[0], k[1])], "placeSlots"))
+        expr = Filter(expr, KeyPred(Bound(dims_in, (0, 1), frozenset(place)), "placedSlots", frozenset({0, 1})))
+    expr = ReKey(expr, KeyMap.table(place, "placeSlots"))
     return Term(expr, tuple(range(want.key_arity)))
 
 
 # ---------------------------------------------------------------- Tile and Concat
+
+def _zero_fill(dtype, gc, p):
+    """Slot 0 passes the gradient chunk through; the others make a zero chunk of their shape."""
+    p = np.asarray(p)
+    if p[0] == 1:
+        return gc
+    b = backends.backend_of(gc)
+    return b.zeros(tuple(int(v) for v in p[1:]), dtype, b.device_of(gc))
+
+
+def _fixed_axes(axes, frontier, *in_axes):
+    return axes
+
 
 def _tile(node, cot, ctx):
     g = materialize(cot, node.type, ctx)
@@ -288,18 +304,18 @@ def _concat(node, cot, ctx):
         P = ctx.const(chunks, child.frontier, np.int64, "grad-pieces")
         lens = np.transpose(ext, order)
         piece_axis = ChunkAxis(tuple(range(n)), lens).simplified()
-        dtype = child.dtype
-
-        def cut(gc, p):
-            index = [slice(None)] * gc.ndim
-            index[ad] = slice(int(p[0]), int(p[0]) + int(p[1]))
-            return gc[tuple(index)]
-
-        def axes(f, ga, pa):
-            return tuple(piece_axis if i == ad else a for i, a in enumerate(ga))
         others = [d for d in range(n) if d != kd]
-        expr = Join(g.expr, P, range(n - 1), others, GradKernel(f"cut[{ad}]", cut, 2, axes=axes, dtype=dtype))
+        expr = Join(g.expr, P, range(n - 1), others, GradKernel(f"cut[{ad}]", Bound(_cut, ad), 2,
+                                                                axes=Bound(with_axis, ad, piece_axis),
+                                                                dtype=child.dtype))
     return reorder(Term(expr, order), tuple(range(n)))
+
+
+def _cut(axis, gc, p):
+    """The piece ``[p[0], p[0] + p[1])`` of a chunk along ``axis``."""
+    index = [slice(None)] * gc.ndim
+    index[axis] = slice(int(p[0]), int(p[0]) + int(p[1]))
+    return gc[tuple(index)]
 
 
 __all__ = ["rjp", "densify", "rekey_structure"]

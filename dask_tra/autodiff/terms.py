@@ -25,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import backends
 from ..tra import Aggregate, Input, Join, ReKey, RelationType, Transform
 from ..tra import kernels as K
 from ..tra.errors import TRAError
 from ..tra.keyfuncs import KeyMap
-from ..tra.kernels import Kernel, broadcast_axes, namespace
+from ..tra.kernels import Bound, Kernel, broadcast_axes, first_axes, frozen, namespace
 from ..tra.relation import ChunkAxis, infer_axis
 
 
@@ -43,7 +44,8 @@ class GradKernel(Kernel):
     """A chunk function of the backward pass with declared output axes and dtype.
 
     ``axes(frontier, *in_axes)`` gives the output chunk axes (default: NumPy broadcasting of
-    the inputs); ``dtype`` the output dtype (default: that of the first input).
+    the inputs); ``dtype`` the output dtype (default: that of the first input). ``fn`` and
+    ``axes`` are module-level functions (constants bound with ``Bound``), so gradients pickle.
     """
 
     def __init__(self, name, fn, arity, axes=None, dtype=None):
@@ -52,6 +54,10 @@ class GradKernel(Kernel):
         self._dtype = None if dtype is None else np.dtype(dtype)
 
     def __call__(self, *chunks):
+        # NumPy chunks join the other operands' library and device, but for integer ones: the
+        # backward pass's parameter chunks (offsets, extents), read on the host as integers
+        keep = tuple(i for i, c in enumerate(chunks) if isinstance(c, np.ndarray) and c.dtype.kind in "iu")
+        _, chunks = backends.align(*chunks, keep=keep)
         return self.fn(*chunks)
 
     def out_axes(self, frontier, *in_axes):
@@ -64,10 +70,12 @@ class GradKernel(Kernel):
 
 
 def cast(xp, v, dtype):
-    """``v`` as an array of ``dtype`` (Python/NumPy scalars included)."""
+    """``v`` as an array of NumPy dtype ``dtype`` in its own library: the backend of ``v`` maps
+    the dtype, never ``xp`` (the namespace of ``v``, kept for the callers); a Python scalar
+    becomes a NumPy 0-d array."""
     if not hasattr(v, "dtype") or not hasattr(v, "shape"):
-        return xp.asarray(v, dtype=dtype)
-    return v if v.dtype == dtype else xp.astype(v, dtype)
+        return np.asarray(v, dtype=dtype)
+    return backends.backend_of(v).coerce(v, dtype)
 
 
 def xp_of(*chunks):
@@ -104,6 +112,12 @@ class Reduction:
     def trivial(self):
         return self.lead == 0 and not self.keep
 
+    def __eq__(self, other):
+        return isinstance(other, Reduction) and frozen(vars(self)) == frozen(vars(other))
+
+    def __hash__(self):
+        return hash(frozen(vars(self)))
+
 
 # ---------------------------------------------------------------- terms
 
@@ -131,9 +145,9 @@ def zip_terms(t1: Term, t2: Term, kernel) -> Term:
         if set(keys) == set(t2.expr.type.iter_keys()):
             rank = {k: (r,) for r, k in enumerate(keys)}
             back = {(r,): k for k, (r,) in rank.items()}
-            num = KeyMap(lambda k, rank=rank: rank[tuple(k)], "numberKeys")
+            num = KeyMap.table(rank, "numberKeys")
             j = Join(ReKey(t1.expr, num), ReKey(t2.expr, num), [0], [0], kernel)
-            return Term(ReKey(j, KeyMap(lambda k, back=back: back[tuple(k)], "unnumberKeys")), t1.dims)
+            return Term(ReKey(j, KeyMap.table(back, "unnumberKeys")), t1.dims)
     common = [d for d in t1.dims if d in t2.dims]
     expr = Join(t1.expr, t2.expr, [t1.dims.index(d) for d in common],
                 [t2.dims.index(d) for d in common], kernel)
@@ -214,7 +228,7 @@ def _first(g, _):
     return g
 
 
-EXPAND = GradKernel("expandKeys", _first, 2, axes=lambda f, a, b: tuple(a))
+EXPAND = GradKernel("expandKeys", _first, 2, axes=first_axes)
 
 
 def materialize(cot: Term, type_: RelationType, ctx: Context) -> Term:
@@ -249,8 +263,11 @@ def cast_term(t: Term, dtype) -> Term:
     dtype = np.dtype(dtype)
     if t.dtype == dtype:
         return t
-    return map_term(t, GradKernel(f"astype[{dtype}]", lambda v: cast(xp_of(v), v, dtype), 1,
-                                  axes=lambda f, a: a, dtype=dtype))
+    return map_term(t, GradKernel(f"astype[{dtype}]", Bound(_cast_chunk, dtype), 1, axes=first_axes, dtype=dtype))
+
+
+def _cast_chunk(dtype, v):
+    return cast(xp_of(v), v, dtype)
 
 
 def same_axes(t1: RelationType, t2: RelationType) -> bool:

@@ -17,28 +17,38 @@ importing anything) or by name (``get("torch")``). Every backend offers:
 - creation: ``from_numpy``, ``asarray``, ``full``, ``zeros``, ``random`` (from a seed);
 - ``concat``, ``matmul``, ``einsum``, ``reduce``, ``astype``, ``ufunc``;
 - ``to_numpy`` (the one explicit transfer to host), ``sizeof``, ``device_of``,
-  ``device_memory`` (bytes of this process' device, None for host memory).
+  ``device_memory`` (bytes of this process' device, None for host memory);
+- devices: ``in_device_memory(device)``, ``device_name(device)``, ``chunk_device(chunk)``;
+- for adapters (the Dask layer): ``chunk_modules``, ``chunk_types()``, ``dask_meta``, ``is_plain``.
+
+A backend joins by one file: ``backends/<name>_backend.py`` (imported with this package), or
+any module, defines a ``Backend`` subclass and calls ``register(...)`` (``registry.py``).
 
 This package imports neither Dask nor any chunk library at import time.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import numpy as np
 
+from . import registry
 from .base import Backend, UnsupportedOperation, result_type, weak_or_dtype
-from .numpy_backend import NumpyBackend
-from .cupy_backend import CupyBackend
-from .torch_backend import TorchBackend
+from .registry import on_register, register, registered
 
-NUMPY = NumpyBackend()
-_BACKENDS = {"numpy": NUMPY, "cupy": CupyBackend(), "torch": TorchBackend()}
-_BY_MODULE = {"numpy": NUMPY, "cupy": _BACKENDS["cupy"], "cupyx": _BACKENDS["cupy"],
-              "torch": _BACKENDS["torch"]}
+# each *_backend module registers its backend (NumPy, the reference, first)
+for _m in sorted((m.name for m in pkgutil.iter_modules(__path__) if m.name.endswith("_backend")),
+                 key=lambda name: name != "numpy_backend"):
+    importlib.import_module(f"{__name__}.{_m}")
+del _m
+
+NUMPY = registered()["numpy"]
 
 
 def names() -> tuple:
-    """Backend names: ``("numpy", "cupy", "torch")``."""
-    return tuple(_BACKENDS)
+    """Registered backend names: ``("numpy", "cupy", "torch")`` and any registered later."""
+    return tuple(registered())
 
 
 def get(name) -> Backend:
@@ -46,9 +56,9 @@ def get(name) -> Backend:
     if isinstance(name, Backend):
         return name
     try:
-        return _BACKENDS[name]
+        return registry.lookup(name)
     except KeyError:
-        raise ValueError(f"unknown chunk backend {name!r}; known: {list(_BACKENDS)}") from None
+        raise ValueError(f"unknown chunk backend {name!r}; known: {list(registered())}") from None
 
 
 def available(name) -> bool:
@@ -56,25 +66,12 @@ def available(name) -> bool:
     return get(name).available()
 
 
-_TYPE_CACHE: dict = {}
-
-
 def _backend_of_one(x):
     """The backend owning ``x``'s type (by module name, through its MRO), or None."""
     t = type(x)
     if t is np.ndarray:
         return NUMPY
-    try:
-        return _TYPE_CACHE[t]
-    except KeyError:
-        pass
-    found = None
-    for base in t.__mro__:
-        found = _BY_MODULE.get(base.__module__.partition(".")[0])
-        if found is not None:
-            break
-    _TYPE_CACHE[t] = found
-    return found
+    return registry.owner_of_type(t)
 
 
 def backend_of(*chunks) -> Backend:
@@ -135,13 +132,12 @@ def numpy_like(*chunks):
 
 
 def numpy_dtype(dtype) -> np.dtype:
-    """A NumPy dtype for a dtype of any backend (``torch.float32`` -> ``float32``)."""
+    """A NumPy dtype for a dtype of any backend (``torch.float32`` -> ``float32``): the backend
+    owning the dtype's type maps it."""
     if isinstance(dtype, np.dtype):
         return dtype
-    mod = type(dtype).__module__.partition(".")[0]
-    if mod == "torch":
-        return _BACKENDS["torch"].numpy_dtype(dtype)
-    return np.dtype(dtype)
+    b = registry.owner_of_module(type(dtype).__module__)
+    return np.dtype(dtype) if b is None else b.numpy_dtype(dtype)
 
 
 def dtype_of(x) -> np.dtype:
@@ -192,6 +188,6 @@ def block(nested, ndim=None):
     return glue(nested, 0)
 
 
-__all__ = ["Backend", "UnsupportedOperation", "NUMPY", "names", "get", "available", "backend_of",
-           "backend_of_type", "align", "namespace", "numpy_like", "numpy_dtype", "dtype_of", "to_numpy",
-           "convert", "sizeof", "block", "weak_or_dtype", "result_type"]
+__all__ = ["Backend", "UnsupportedOperation", "NUMPY", "register", "on_register", "registered", "names", "get",
+           "available", "backend_of", "backend_of_type", "align", "namespace", "numpy_like", "numpy_dtype", "dtype_of",
+           "to_numpy", "convert", "sizeof", "block", "weak_or_dtype", "result_type"]

@@ -54,10 +54,13 @@ def loop_dtypes(ufunc_name: str, operands: tuple, out_dtype=None) -> tuple:
 
 
 class Backend:
-    """One chunk library. Subclasses set ``name``/``module_name`` and fill in the methods."""
+    """One chunk library. Subclasses set ``name``, ``module_name`` (the library to import) and
+    ``chunk_modules`` (top-level modules whose types are its chunks), fill in the methods, and
+    ``registry.register`` an instance at the end of their module."""
 
     name = "backend"
     module_name = ""
+    chunk_modules: tuple = ()
 
     def __repr__(self):
         return f"<dask_tra backend {self.name!r}>"
@@ -96,6 +99,10 @@ class Backend:
         from . import _backend_of_one
         return _backend_of_one(x) is self
 
+    def chunk_types(self) -> tuple:
+        """The library's chunk classes (imports the library): what Dask's dispatch registers."""
+        return ()
+
     # ------------------------------------------------------------ dtypes
     def dtype(self, dtype):
         """The library dtype for a NumPy dtype."""
@@ -118,6 +125,25 @@ class Backend:
 
     def device_memory(self) -> int | None:
         """Total bytes of this process' device memory, or None when chunks live in host memory."""
+        return None
+
+    def synchronize(self) -> None:
+        """Wait until this process' device has finished the work queued on it (kernels on GPUs
+        run asynchronously; a no-op for host memory)."""
+
+    def in_device_memory(self, device=None) -> bool:
+        """Whether chunks made for ``device`` (a ``config`` device; None: the default) live in
+        device memory, so that the device's memory is a plan's per-site limit."""
+        return False
+
+    def device_name(self, device=None) -> str:
+        """The name of ``device`` (a ``config`` device or one of ``device_of``) as
+        ``RelArray.device`` reports it: ``"cpu"``, ``"cuda"`` (the worker's GPU), ``"cuda:0"``."""
+        return "cpu"
+
+    def chunk_device(self, x) -> str | None:
+        """The device holding chunk ``x`` when it is in device memory (a name as ``device_name``),
+        None when it is in host memory."""
         return None
 
     # ------------------------------------------------------------ creation
@@ -209,9 +235,26 @@ class Backend:
     def sizeof(self, x) -> int:
         return int(math.prod(x.shape)) * self.dtype_of(x).itemsize
 
+    def is_plain(self, x) -> bool:
+        """Whether chunk ``x`` is values only: ``to_numpy`` then ``from_numpy`` gives it back whole
+        (a tensor holding autograd state is not)."""
+        return True
+
+    def dask_meta(self, ndim, dtype):
+        """The empty array dask.array takes as ``meta`` for chunks of this library (NumPy's
+        unless dask.array knows the library's arrays)."""
+        return np.empty((0,) * ndim, dtype=np.dtype(dtype))
+
     def block(self, x, index):
         """A contiguous copy of ``x[index]`` (a chunk to ship on its own, not a view of ``x``)."""
         return x[index]
 
+    def add_at(self, out, axis, index, values):
+        """``out`` with ``values`` added in place at positions ``index`` (a 1-d integer NumPy
+        array; repeated positions accumulate) along ``axis``: NumPy's ``add.at``."""
+        np.add.at(np.moveaxis(out, axis, 0), index, np.moveaxis(values, axis, 0))
+        return out
 
-__all__ = ["Backend", "UnsupportedOperation", "weak_or_dtype", "result_type", "loop_dtypes", "REDUCTIONS", "NUMPY_DTYPES"]
+
+__all__ = ["Backend", "UnsupportedOperation", "weak_or_dtype", "result_type", "loop_dtypes", "REDUCTIONS",
+           "NUMPY_DTYPES"]

@@ -12,13 +12,11 @@ imports neither Dask nor a chunk library; the functions sent to workers import w
 """
 from __future__ import annotations
 
-DEVICE_BACKENDS = ("cupy",)  # chunks always in device memory (torch: only with device="cuda")
-
 
 def _worker_device_memory():
-    """Run on a worker: total bytes of the GPU this process uses (CuPy, then torch), or None."""
+    """Run on a worker: total bytes of the GPU this process uses (asked of the backends in turn), or None."""
     from dask_tra import backends
-    for name in ("cupy", "torch"):
+    for name in backends.names():
         if backends.available(name):
             total = backends.get(name).device_memory()
             if total:
@@ -82,9 +80,10 @@ def gpu_memory_limit(client=None, setting=0.8, info=None):
 
 
 def uses_device_memory(backends_used, device=None) -> bool:
-    """Whether chunks of these backends live in GPU memory (CuPy; torch with a CUDA device)."""
-    used = set(backends_used)
-    return bool(used & set(DEVICE_BACKENDS)) or ("torch" in used and str(device or "").startswith("cuda"))
+    """Whether chunks of these backends live in GPU memory (each backend says: CuPy always,
+    torch with a CUDA ``device``)."""
+    from . import get
+    return any(get(name).in_device_memory(device) for name in set(backends_used))
 
 
 def site_memory_limit(host_limit, backends_used, client=None, setting=0.8, device=None, info=None):
@@ -98,5 +97,4 @@ def site_memory_limit(host_limit, backends_used, client=None, setting=0.8, devic
     return gpu if host_limit is None else min(int(host_limit), gpu)
 
 
-__all__ = ["gpu_workers", "device_memory", "gpu_memory_limit", "site_memory_limit", "uses_device_memory",
-           "DEVICE_BACKENDS"]
+__all__ = ["gpu_workers", "device_memory", "gpu_memory_limit", "site_memory_limit", "uses_device_memory"]

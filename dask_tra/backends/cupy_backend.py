@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend
+from .registry import register
 
 
 def _is_ndarray(v):
@@ -66,6 +67,7 @@ class _CupyNamespace:
 class CupyBackend(Backend):
     name = "cupy"
     module_name = "cupy"
+    chunk_modules = ("cupy", "cupyx")
 
     def __init__(self):
         self._namespaces = {}
@@ -83,8 +85,24 @@ class CupyBackend(Backend):
             ns = self._namespaces[key] = _CupyNamespace(self, key)
         return ns
 
+    def chunk_types(self):
+        return (self.module.ndarray,)
+
     def device_of(self, x):
         return x.device.id
+
+    def in_device_memory(self, device=None):
+        return True
+
+    def synchronize(self):
+        self.module.cuda.Device().synchronize()
+
+    def device_name(self, device=None):
+        d = self.resolve_device(device)
+        return "cuda" if d is None else f"cuda:{d}"
+
+    def chunk_device(self, x):
+        return f"cuda:{x.device.id}"
 
     def resolve_device(self, device=None):
         if device is None or device in ("auto", "cuda", "gpu", "cpu"):
@@ -131,5 +149,17 @@ class CupyBackend(Backend):
     def sizeof(self, x):
         return int(x.nbytes)
 
+    def dask_meta(self, ndim, dtype):
+        return self.module.empty((0,) * ndim, dtype=np.dtype(dtype))
+
     def block(self, x, index):
         return self.module.ascontiguousarray(x[index])
+
+    def add_at(self, out, axis, index, values):
+        import cupyx
+        with self.module.cuda.Device(out.device.id):
+            cupyx.scatter_add(out, (slice(None),) * axis + (self.module.asarray(index),), values)
+        return out
+
+
+register(CupyBackend())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend
+from .registry import register
 
 
 class _NumpyNamespace:
@@ -27,6 +28,7 @@ class _NumpyNamespace:
 class NumpyBackend(Backend):
     name = "numpy"
     module_name = "numpy"
+    chunk_modules = ("numpy",)
 
     def __init__(self):
         self._ns = _NumpyNamespace()
@@ -37,6 +39,9 @@ class NumpyBackend(Backend):
 
     def np(self, device=None):
         return self._ns
+
+    def chunk_types(self):
+        return (np.ndarray,)
 
     def from_numpy(self, a, device=None):
         return np.asarray(a)
@@ -68,3 +73,6 @@ class NumpyBackend(Backend):
 
     def block(self, x, index):
         return x[index]
+
+
+register(NumpyBackend())

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .base import Backend, UnsupportedOperation, loop_dtypes, result_type, weak_or_dtype
+from .registry import register
 
 _DTYPE_NAMES = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
                 "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
@@ -184,6 +185,13 @@ class TorchNamespace:
             return self.torch.take(x.reshape(-1), idx)
         flat = self.torch.index_select(x, axis, idx.reshape(-1))
         return flat.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
+
+    def sort(self, x, axis=-1, kind=None):
+        # NaN sorts last, as in NumPy; always stable (NumPy's default quicksort promises nothing)
+        return self.torch.sort(x, dim=axis, stable=True).values
+
+    def argsort(self, x, axis=-1, kind=None):
+        return self.torch.argsort(x, dim=axis, stable=True)
 
     def take_along_axis(self, x, indices, axis):
         return self.torch.take_along_dim(x, self.tensor(indices).long(), dim=axis)
@@ -511,7 +519,8 @@ _UFUNC_IMPLS = {
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "hypot": "hypot",
     "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
     "arctanh": "atanh", "deg2rad": "deg2rad", "rad2deg": "rad2deg", "degrees": "rad2deg",
-    "radians": "deg2rad", "greater": _complex_order("gt", True, True), "greater_equal": _complex_order("ge", False, True),
+    "radians": "deg2rad", "greater": _complex_order("gt", True, True),
+    "greater_equal": _complex_order("ge", False, True),
     "less": _complex_order("lt", True, False), "less_equal": _complex_order("le", False, False),
     "not_equal": "ne", "equal": "eq", "logical_and": "logical_and", "logical_or": "logical_or",
     "logical_xor": "logical_xor", "logical_not": "logical_not", "maximum": _complex_extreme("maximum", True, False),
@@ -530,6 +539,7 @@ _UFUNC_IMPLS = {
 class TorchBackend(Backend):
     name = "torch"
     module_name = "torch"
+    chunk_modules = ("torch",)
 
     def __init__(self):
         self._namespaces = {}
@@ -566,8 +576,26 @@ class TorchBackend(Backend):
             ns = self._namespaces[key] = TorchNamespace(self, self.resolve_device(device))
         return ns
 
+    def chunk_types(self):
+        return (self.module.Tensor,)
+
     def device_of(self, x):
         return x.device
+
+    def in_device_memory(self, device=None):
+        return str(device or "").startswith("cuda")
+
+    def synchronize(self):
+        if self.module.cuda.is_available() and self.module.cuda.is_initialized():
+            self.module.cuda.synchronize()
+
+    def device_name(self, device=None):
+        if device is None or device == "auto":  # "auto": CUDA where the worker has it
+            return "cpu" if device is None else "auto"
+        return str(self.module.device(device))
+
+    def chunk_device(self, x):
+        return None if x.device.type == "cpu" else str(x.device)
 
     def resolve_device(self, device=None):
         if device is None or device == "auto":
@@ -624,5 +652,14 @@ class TorchBackend(Backend):
     def sizeof(self, x):
         return int(x.element_size() * x.nelement())
 
+    def is_plain(self, x):
+        return not x.requires_grad
+
     def block(self, x, index):
         return x[index].clone()
+
+    def add_at(self, out, axis, index, values):
+        return out.index_add_(axis, self.module.as_tensor(np.asarray(index), device=out.device), values)
+
+
+register(TorchBackend())

@@ -1,46 +1,81 @@
 """The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from dask.base import DaskMethodsMixin
 from dask.highlevelgraph import HighLevelGraph
 from dask.threaded import get as threaded_get
 
-from .. import config
+from .. import backends, config
+from ..optimizer import Plan
 from ..optimizer import plan as make_plan
+from .amm import ensure_installed as keep_pinned_replicas
 from .emit import emit
-from .sources import ArraySource, PersistedSource
+from .rates import current_rates
+from .dispatch import register_worker_dispatch
+from .sources import ArraySource, PersistedSource, SiteGone
+from . import recovery
 from .faults import ensure_installed
-from .sites import current_sites
+from .sites import Sites, active_client, current_sites
+
+
+@dataclass
+class Planned:
+    """A cached plan, the sites it was made for, and, once emitted, its Dask graph, the input
+    keys it reads by key and the client arrays it scattered."""
+
+    plan: Plan
+    where: Sites
+    graph: HighLevelGraph | None = None
+    reads: frozenset = frozenset()
+    scattered: tuple = ()  # the client arrays the emitted graph reads, sent to the workers
 
 
 class DaskCollection(DaskMethodsMixin):
-    """Mixin: needs ``expr``, ``sources``, ``name``, ``chunks`` on the class using it."""
+    """Mixin: needs ``expr``, ``sources``, ``name``, ``chunks`` and ``_plans`` (a dict) on the
+    class using it."""
 
     __dask_scheduler__ = staticmethod(threaded_get)
 
     def planned(self, sites=None):
         """(Plan, Sites) for the current sites and input placements; cached."""
+        entry = self._planned_entry(sites)
+        return entry.plan, entry.where
+
+    def _planned_entry(self, sites=None) -> Planned:
         where = current_sites(sites, chunk_backends(self.expr))
         placements = input_placements(self.sources, where) if self.expr.children else {}
         cache_key = plan_cache_key(where, placements)
-        cached = self._plans.get(cache_key)
-        if cached is not None:
-            return cached
-        p = make_plan(self.expr, where.count, placements=placements or None,
-                      memory_limit=where.memory_limit, keep=config.get("keep"), force=config.get("force"))
-        self._plans[cache_key] = (p, where)
-        return p, where
+        if cache_key not in self._plans:
+            self._plans[cache_key] = Planned(self._make_plan(where, placements), where)
+        return self._plans[cache_key]
+
+    def _make_plan(self, where, placements) -> Plan:
+        return make_plan(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
+                         keep=config.get("keep"), force=config.get("force"), rates=current_rates(where))
+
+    def __getstate__(self):
+        """Pickled without the plan cache: plans hold the client (and sites that may be gone
+        where the copy is loaded). A kernel capturing a RelArray then pickles too."""
+        state = dict(self.__dict__)
+        state["_plans"], state["_last_explain"] = {}, None
+        return state
 
     def __dask_graph__(self):
+        client = active_client()
+        if client is not None and not _in_event_loop(client):
+            recovery.restore_lost(self)
         held = self._persisted_futures()
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
-        p, where = self.planned()
-        self._report(p)
-        if p.__dict__.get("graph") is None:
-            p.graph, p.out_keys = self._emit(p, where, self.name)
-        return p.graph
+        entry = self._planned_entry()
+        self._report(entry.plan)
+        if entry.graph is None:
+            entry.graph, _, entry.reads = self._emit(entry, self.name)
+        _report_reads(entry.reads)
+        return entry.graph
 
     def _report(self, p):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
@@ -48,13 +83,17 @@ class DaskCollection(DaskMethodsMixin):
         diagnostics.register(p.explain)
         self._last_explain = p.explain
 
-    def _emit(self, p, where, output_name):
-        """The plan's Dask graph: client arrays scattered to their planned workers, then the IA
-        plan emitted. Returns (graph, output keys)."""
-        sources = self.sources
+    def _emit(self, entry: Planned, output_name, **options):
+        """The plan's Dask graph: client arrays scattered to their planned workers (recorded on
+        ``entry``), then the IA plan emitted (``options`` go to ``emit``). Returns (graph,
+        output keys, keys read)."""
+        sources, where = self.sources, entry.where
         if where.client is not None and not _in_event_loop(where.client):
-            sources = _scatter_in_memory_inputs(p.root, sources, where)
-        return emit(p.root, sources, where.workers, self.name.split("-")[-1], output_name)
+            register_worker_dispatch(where.client, chunk_backends(self.expr))
+            keep_pinned_replicas(where.client)
+            sources = _scatter_in_memory_inputs(entry.plan.root, sources, where)
+            entry.scattered = tuple(s for n, s in sources.items() if s is not self.sources[n])
+        return emit(entry.plan.root, sources, where.workers, self.name.split("-")[-1], output_name, **options)
 
     def _persisted_futures(self):
         if self.expr.children:
@@ -95,7 +134,15 @@ class DaskCollection(DaskMethodsMixin):
         if self._last_explain is not None:  # persisting: dask gathers no result
             from .. import diagnostics
             diagnostics.unregister_computed(self._last_explain)
-        return type(self)._from_persisted, (self.expr.type, self.name)
+        return type(self)._from_persisted, (self.expr.type, self.name, self.device, lineage(self))
+
+    def compute(self, **kwargs):
+        """Compute; if an input's only copy was lost with a worker, restore it and compute
+        again (``dask/recovery.py``)."""
+        return _recovering(self, DaskMethodsMixin.compute, kwargs)
+
+    def persist(self, **kwargs):
+        return _recovering(self, DaskMethodsMixin.persist, kwargs)
 
     @property
     def dask(self):
@@ -105,24 +152,79 @@ class DaskCollection(DaskMethodsMixin):
         """A dask.array over the emitted plan (lazy: nothing runs)."""
         import dask.array as da
         graph = self.__dask_graph__()
-        if self.expr.type.backend == "cupy":  # dask.array knows CuPy metas (not torch ones)
-            from .. import backends
-            meta = backends.get("cupy").zeros((0,) * self.ndim, self.dtype)
-        else:
-            meta = np.empty((0,) * self.ndim, dtype=self.dtype)
+        meta = backends.get(self.expr.type.backend).dask_meta(self.ndim, self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
 
 
+def lineage(collection):
+    """(expr, sources) to compute ``collection`` again; persisted inputs kept without their
+    futures (their own lineage), so a lineage never holds data on the cluster."""
+    expr, sources = collection.expr, collection.sources
+    if not expr.children and isinstance(sources.get(expr.name), PersistedSource):
+        return sources[expr.name].lineage
+    return expr, {n: s.detached() if isinstance(s, PersistedSource) and s.graph else s
+                  for n, s in sources.items()}
+
+
+def _recovering(collection, method, kwargs):
+    """``method`` run again after restoring lost inputs, up to ``recovery.ATTEMPTS`` times (a
+    worker killed now may still be listed by the scheduler for a moment, so a retry can land
+    on it)."""
+    import time
+
+    from distributed.client import FutureCancelledError
+    from distributed.comm import CommClosedError
+    for attempt in range(recovery.ATTEMPTS):
+        try:
+            return method(collection, **kwargs)
+        except (CommClosedError, SiteGone):  # scattering to a worker that died after the plan was made
+            if attempt == recovery.ATTEMPTS - 1:
+                raise
+            collection._plans.clear()
+        except FutureCancelledError:
+            if attempt == recovery.ATTEMPTS - 1 or not recovery.recover(collection):
+                raise
+        time.sleep(0.5 * (attempt + 1))
+
+
+def _report_reads(reads):
+    """Open ``measure()`` blocks learn which input keys the plan reads by key: moving them is
+    the plan's work, not other traffic."""
+    from .. import diagnostics
+    if diagnostics._ACTIVE:
+        diagnostics.register_reads(reads)
+
+
 def input_placements(sources, where) -> dict:
-    """{input name: {key: (site, ...)}} for inputs already on the cluster (planned where they are)."""
+    """{input name: {key: (site,)}} for inputs already on the cluster (planned where they are).
+
+    A block may have replicas on several workers (earlier work copied it, ``replicate``,
+    ``rebalance``): every holder is given to the planner, which treats replicas as one chunk
+    (a move to any holder is free, an aggregation folds the chunk once). Holders that are
+    not sites (a worker that joined or left since the sites were read) are not used; an
+    input with a block on no site is planned as if lazy (correct, moves unpredicted)."""
     placements = {}
     if where.client is not None and not _in_event_loop(where.client):
         ensure_installed(where.client)
         for name, src in sources.items():
             held = src.placement(where.client)
             if held is not None:
-                placements[name] = {k: tuple(where.site_of(a) for a in v) for k, v in held.items()}
+                chosen = on_sites(held, where)
+                if chosen is not None:
+                    placements[name] = chosen
     return placements
+
+
+def on_sites(held: dict, where) -> dict | None:
+    """{key: (site, ...)}: the sites holding each block. None if some block sits on no site."""
+    index = {a: i for i, a in enumerate(where.workers)}
+    out = {}
+    for key, holders in held.items():
+        sites = tuple(sorted(index[a] for a in holders if a in index))
+        if not sites:
+            return None
+        out[key] = sites
+    return out
 
 
 def chunk_backends(expr) -> set:
@@ -130,18 +232,26 @@ def chunk_backends(expr) -> set:
 
 
 def plan_cache_key(where, placements):
-    return (where.count, where.workers, repr(config.get("force")), where.memory_limit,
+    return (where.count, where.workers, repr(config.get("force")), where.memory_limit, current_rates(where),
             repr(sorted((n, sorted(p.items())) for n, p in placements.items())))
 
 
 def _scatter_in_memory_inputs(root, sources, where):
-    """Client-side arrays go to their planned workers by scatter, keeping the graph small."""
-    out = dict(sources)
+    """Client-side arrays go to their planned workers by scatter, keeping the graph small.
+
+    A plan may place one input several times (``x @ x.T`` reads ``x`` laid out two ways),
+    each placement free: every block goes to every site any placement puts it on, so no
+    placed copy has to be fetched from another worker (the plan predicted none)."""
+    sites = {}  # input name -> {key: {site, ...}}
     for node in root.walk():
         src = sources.get(getattr(getattr(node, "input", None), "name", None))
-        if isinstance(src, ArraySource) and out[src.input.name] is src:
-            sites = {k: cs[0][0] for k, cs in node.copies.items()}
-            out[src.input.name] = src.scattered(where.client, sites, where.workers)
+        if isinstance(src, ArraySource):
+            held = sites.setdefault(src.input.name, {})
+            for k, cs in node.copies.items():
+                held.setdefault(k, set()).update(t for t, _ in cs)
+    out = dict(sources)
+    for name, held in sites.items():
+        out[name] = sources[name].scattered(where.client, held, where.workers)
     return out
 
 
@@ -157,7 +267,8 @@ def _in_event_loop(client) -> bool:
 
 def _finalize(results, ndim):
     if ndim == 0:
-        return results if not isinstance(results, list) else results[0]
+        out = results if not isinstance(results, list) else results[0]
+        return out[()] if isinstance(out, np.ndarray) else out  # a NumPy scalar, as dask gives
     from dask.array.core import concatenate3
     return concatenate3(results)
 

@@ -1,24 +1,34 @@
 """IA plan -> Dask graph: one HighLevelGraph layer per plan stage, every task pinned to its site.
 
-A task exists for each computed chunk (an input block, a local join or map at a site, a
-local aggregation of several chunks) and for each chunk a Broadcast or Shuffle carries
-to a site that does not hold it yet (an identity task pinned at the destination, so the
-move shows in the dashboard as ``tra-bcast`` / ``tra-shuffle`` and is exactly one
-transfer). Pure re-labelling (ReKey, insertDim, filters, one-member aggregation) makes no
-task: consumers read the origin's key.
+A task exists for each chunk a site computes (an input block, a local join or map, a local
+aggregation of several chunks). Nothing else is a task:
+
+- a move (Broadcast, Shuffle) is a dependency: the consumer pinned at the destination reads
+  the origin's key, and dask moves it there once per worker (the bytes the plan predicts);
+- a persisted input (futures, scattered blocks) or a lazy dask.array block is read by its key;
+- pure re-labelling (ReKey, insertDim, filters, one-member aggregation) reads the origin's key;
+- a task whose chunk is read once, by a task on the same site, is fused into that task (a
+  chain of local maps and joins becomes one task, as dask fuses blockwise chains; a block
+  that is free to make is made inside its consumer); a local join read only by a local fold
+  is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a time.
+
+The replicas the moves leave are the plan's: dask's active memory manager would drop those
+whose pinned readers are still waiting (see ``amm.py``, installed with the plan's client).
 
 Layer names are ``tra-<stage>-<token>``; stages are alphabetic and hyphenated so the
-dashboard groups tasks by stage (``key_split``).
+dashboard groups tasks by stage (``key_split``). Fused tasks keep the consumer's name.
 """
 from __future__ import annotations
 
 import re
 
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask._task_spec import GraphNode, convert_legacy_task
 from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..tra.expr import Concat, Tile
+from ..tra.tasks import Data
 from .sources import Ref, is_future
 
 
@@ -49,24 +59,28 @@ def _alpha(name: str) -> str:
     return "-".join(words) or "op"
 
 
-def emit(plan, sources: dict, workers, token: str, output_name: str):
+def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_kernels=()):
     """Build the graph. ``workers[site]`` is the address pinning site's tasks (None: no pins).
+    Tasks of local operators applying one of ``unfused_kernels`` stay tasks and read their
+    inputs by key (``Joint`` finds its outputs through them).
 
-    Returns (HighLevelGraph, output key per relation key).
+    Returns (HighLevelGraph, output key per relation key, the input keys whose moves are the
+    plan's). A lazy dask.array block is made where the plan first reads it; a second site
+    makes it again when only source data lies behind it, and otherwise fetches it, a move the
+    plan did not predict: such a block's moves are left to ``measure().other_bytes``.
     """
-    avail = {}  # (origin, site) -> dask key holding that chunk on that site
-    home = {}  # origin -> the dask key that computed it
-    layer_of = {}  # dask key -> layer name
-    layers = {}
     external = {}
     for src in sources.values():
         if src.graph:
             external.update(src.graph)
-    ext_name = f"tra-external-{token}"
-    for k in external:
-        layer_of[k] = ext_name
     ext_pins = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
+    g = _Tasks()
+    avail = {}  # (origin, site) -> dask key holding that chunk on that site
+    made = {}  # (input name, key, site) -> dask key of an input block made there, read there only
+    reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
     walk = plan.walk()
+    # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
+    # dask moves it exactly as often as predicted
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
     fused = _fusable_joins(walk)
     direct = len(plan.copies) == sum(len(cs) for cs in plan.copies.values())  # one copy per key
@@ -78,70 +92,112 @@ def emit(plan, sources: dict, workers, token: str, output_name: str):
             name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-'):]}-{token}-{node.uid}"
         if node is plan and direct:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
-        tasks, pins = {}, {}
+        rigid = getattr(getattr(node, "op", None), "kernel", None) in unfused_kernels
         for key, copies in node.copies.items():
             for site, origin in copies:
                 if (origin, site) in avail:
                     continue
-                dk = (name,) + tuple(key) + (site,)
-                if isinstance(node, (Broadcast, Shuffle)):  # partials of one key may meet at a site
-                    dk += (origin[2],)
-                if node is plan and direct:
-                    dk = (output_name,) + tuple(key)
-                if node.uid in fused.values():
-                    spec = _fused_task(node, key, site, avail, dk)
-                else:
-                    spec = _task(node, key, site, origin, avail, home, sources, dk)
-                if isinstance(spec, Alias) and spec.target in external and not is_future(external[spec.target]):
-                    ext_pins.setdefault(spec.target, site)
-                if spec is None:  # a pure relabel: the origin's key already holds it here
+                if isinstance(node, (Broadcast, Shuffle)):  # a dependency, not a task
+                    avail[(origin, site)] = avail[(origin, origin[2])]
                     continue
-                tasks[dk] = spec
-                pins[dk] = site
+                dk = (output_name,) + tuple(key) if node is plan and direct else (name,) + tuple(key) + (site,)
+                if isinstance(node, Placed):
+                    spec = sources[node.input.name].task(key)
+                    if isinstance(spec, Ref):  # read by its key
+                        avail[(origin, site)] = spec.key
+                        reads.add(spec.key)
+                        if spec.key in external and not is_future(external[spec.key]) \
+                                and ext_pins.setdefault(spec.key, site) != site:
+                            remade = _remade_here(Alias(dk, spec.key), external)
+                            if not isinstance(remade, Alias):  # its own task again, on this site
+                                g.add(dk, remade, [], site, rigid)
+                                avail[(origin, site)] = dk
+                            else:
+                                fetched.add(spec.key)
+                        continue
+                    block = (node.input.name, tuple(key), site)
+                    if block in made and origin not in moved:  # placed twice (two layouts): made once
+                        avail[(origin, site)] = made[block]
+                        continue
+                    g.add(dk, _input_task(dk, spec), [], site, rigid)
+                    if origin not in moved:
+                        made[block] = dk
+                elif node.uid in fused.values():
+                    g.add(dk, *_fused_task(node, key, site, avail, dk), site, rigid)
+                else:
+                    built = _task(node, key, site, origin, avail, dk)
+                    if built is None:  # a pure relabel: the origin's key already holds it here
+                        continue
+                    g.add(dk, *built, site, rigid)
                 avail[(origin, site)] = dk
-                if origin not in home:
-                    home[origin] = dk
-                    if origin in moved and not isinstance(node, (Broadcast, Shuffle)):
-                        # local consumers read a pinned copy: replicas made by the moves let
-                        # dask's memory manager drop the original here before they run
-                        keep = (f"tra-keep-{token}-{node.uid}",) + dk[1:]
-                        tasks[keep] = Task(keep, _identity, TaskRef(dk))
-                        pins[keep] = site
-                        avail[(origin, site)] = keep
-        if tasks:
-            layers[name] = (tasks, pins)
-            for dk in tasks:
-                layer_of[dk] = name
-    outputs, out_pins, out_keys = {}, {}, {}
+    out_keys = {}
     for key, copies in plan.copies.items():
         site, origin = copies[0]
         ok = (output_name,) + tuple(key)
         out_keys[key] = ok
         if avail[(origin, site)] != ok:  # the result was made earlier (or sits on several sites)
-            outputs[ok] = Alias(ok, avail[(origin, site)])
-            out_pins[ok] = site
-    if outputs:
-        tasks, pins = layers.setdefault(output_name, ({}, {}))
-        tasks.update(outputs)
-        pins.update(out_pins)
-    _drop_unread_keeps(layers)
-    return _graph(layers, layer_of, external, ext_pins, ext_name, workers), out_keys
+            src = avail[(origin, site)]
+            g.add(ok, Alias(ok, src), [src], site, False)
+        g.exposed.add(ok)
+    return _graph(g.fused(), g.site, external, ext_pins, f"tra-external-{token}", workers), out_keys, reads - fetched
 
 
-def _drop_unread_keeps(layers):
-    """A keep copy nobody reads would be culled by dask anyway; leave it out of the plan's graph."""
-    read = {d for tasks, _ in layers.values() for t in tasks.values() for d in t.dependencies}
-    for tasks, pins in layers.values():
-        for k in [k for k in tasks if k[0].startswith("tra-keep-") and k not in read]:
-            del tasks[k], pins[k]
+MAX_DEPTH = 32  # fused tasks nest: they run and pickle recursively, so long chains are cut
 
 
-def _graph(layers, layer_of, external, ext_pins, ext_name, workers):
-    """HighLevelGraph with exact layer dependencies and per-task worker pins.
+class _Tasks:
+    """The plan's tasks in creation order (inputs before readers), with what fusion needs:
+    each task's site, the keys it reads (with repeats), and the keys that must stay keys."""
+
+    def __init__(self):
+        self.spec, self.site, self.reads = {}, {}, {}
+        self.exposed = set()  # outputs, and tasks and inputs of unfused operators
+
+    def add(self, dk, spec, refs, site, rigid):
+        self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
+        if rigid:
+            self.exposed.add(dk)
+            self.exposed.update(refs)
+
+    def fused(self) -> dict:
+        """Every task, with each task read once by a task on its site inlined into that reader."""
+        count, reader = {}, {}
+        for dk, refs in self.reads.items():
+            for r in refs:
+                count[r] = count.get(r, 0) + 1
+                reader[r] = dk
+        inline = {dk for dk in self.spec if count.get(dk) == 1 and dk not in self.exposed
+                  and self.site[reader[dk]] == self.site[dk]}
+        out, depth = {}, {}
+        for dk, spec in self.spec.items():
+            subs = {r: out.pop(r) for r in self.reads[dk] if r in inline and depth[r] < MAX_DEPTH}
+            depth[dk] = 1 + max((depth[r] for r in subs), default=0)
+            if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
+                spec = _rekey(subs[spec.target], dk)
+            elif subs:
+                spec = spec.substitute(subs)
+            out[dk] = spec
+        for dk in set(self.spec) - set(out):
+            del self.site[dk]
+        return out
+
+
+def _rekey(spec, key):
+    if isinstance(spec, DataNode):
+        return DataNode(key, spec.value)
+    return spec.substitute({}, key=key)
+
+
+def _graph(tasks, site, external, ext_pins, ext_name, workers):
+    """HighLevelGraph with exact layer dependencies and per-task worker pins (a layer per
+    stage: a task's key starts with its layer's name).
 
     Of a wrapped dask.array's graph, the blocks the plan reads are pinned where it reads
     them (so they are made there); the tasks behind them are left to the scheduler.
     """
+    layers = {}
+    for dk, spec in tasks.items():
+        layers.setdefault(dk[0], {})[dk] = spec
     hl, deps = {}, {}
     if external:
         annotations = None
@@ -150,40 +206,61 @@ def _graph(layers, layer_of, external, ext_pins, ext_name, workers):
                            "allow_other_workers": Pins({k: k not in ext_pins for k in external})}
         hl[ext_name] = MaterializedLayer(dict(external), annotations=annotations)
         deps[ext_name] = set()
-    for name, (tasks, pins) in layers.items():
+    for name, layer in layers.items():
         annotations = None
         if workers is not None:
-            annotations = {"workers": Pins({k: [workers[s]] for k, s in pins.items()}),
+            annotations = {"workers": Pins({k: [workers[site[k]]] for k in layer}),
                            "allow_other_workers": False}  # strict: loose pins get stolen (see faults.py)
-        hl[name] = MaterializedLayer(tasks, annotations=annotations)
-        deps[name] = {layer_of[d] for t in tasks.values() for d in t.dependencies if d in layer_of} - {name}
+        hl[name] = MaterializedLayer(layer, annotations=annotations)
+        deps[name] = {d[0] if d in tasks else ext_name for t in layer.values() for d in t.dependencies
+                      if d in tasks or d in external} - {name}
     return HighLevelGraph(hl, deps)
 
 
+def _remade_here(alias, external):
+    """A lazy dask.array block read on a second site: the plan placed it there for free (an
+    input is made where it is needed), so run the block's own task again there, under the
+    plan's key, rather than fetch it. Only for blocks whose dependencies are leaves (source
+    data, a file handle); a block behind more work is fetched from the site that made it."""
+    keys = set(external)
+    task = _graph_node(alias.target, external[alias.target], keys)
+    for d in task.dependencies:
+        dep = external.get(d)
+        if dep is None or is_future(dep) or _graph_node(d, dep, keys).dependencies:
+            return alias
+    task = task.copy()
+    task.key = alias.key
+    return task
+
+
+def _graph_node(key, task, keys):
+    if not isinstance(task, GraphNode):
+        task = convert_legacy_task(key, task, keys)
+    return task if isinstance(task, GraphNode) else DataNode(key, task)
+
+
 def _ref(avail, origin, site):
-    return TaskRef(avail[(origin, site)])
+    return avail[(origin, site)]
 
 
-def _task(node, key, site, origin, avail, home, sources, dk):
-    if isinstance(node, Placed):
-        spec = sources[node.input.name].task(key)
-        if isinstance(spec, Ref):
-            return Alias(dk, spec.key)
-        fn, *args = spec
-        if len(args) == 1 and not callable(args[0]) and fn.__name__ == "_identity":
-            return DataNode(dk, args[0])
-        return Task(dk, fn, *args)
-    if isinstance(node, (Broadcast, Shuffle)):
-        return Task(dk, _identity, TaskRef(home[origin]))
+def _input_task(dk, spec):
+    if isinstance(spec, Data):
+        return DataNode(dk, spec.value)
+    fn, *args = spec
+    return Task(dk, fn, *args)
+
+
+def _task(node, key, site, origin, avail, dk):
+    """(task, keys it reads) computing ``key`` of ``node`` at ``site``; None for a relabel."""
     if isinstance(node, LocalFilter) or (isinstance(node, LocalMap) and node.pure_copy):
         src_key = node.source(key) if isinstance(node, LocalMap) else key
         avail[(origin, site)] = avail[(_origin_at(node.child, src_key, site), site)]
         return None
     if isinstance(node, LocalJoin):
         lk, rk = node.sources(key, site)
-        l = _ref(avail, _origin_at(node.left, lk, site), site)
-        r = _ref(avail, _origin_at(node.right, rk, site), site)
-        return Task(dk, node.op.kernel, l, r)
+        refs = [_ref(avail, _origin_at(node.left, lk, site), site),
+                _ref(avail, _origin_at(node.right, rk, site), site)]
+        return Task(dk, node.op.kernel, *map(TaskRef, refs)), refs
     if isinstance(node, LocalAggregate):
         members = node.members[(key, site)]
         if len(members) == 1 and not isinstance(node.op, Concat):
@@ -191,14 +268,15 @@ def _task(node, key, site, origin, avail, home, sources, dk):
         refs = [_ref(avail, o, site) for _, o in members]
         if isinstance(node.op, Concat):
             order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
-            return Task(dk, _concat, node.op.array_dim, *(refs[i] for i in order))
-        return Task(dk, _fold, node.op.kernel, *refs)
+            refs = [refs[i] for i in order]
+            return Task(dk, _concat, node.op.array_dim, *map(TaskRef, refs)), refs
+        return Task(dk, _fold, node.op.kernel, *map(TaskRef, refs)), refs
     if isinstance(node, LocalMap):
-        src = _ref(avail, _origin_at(node.child, node.source(key), site), site)
+        refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
         op = node.op
         if isinstance(op, Tile):
-            return Task(dk, _tile, src, op.tile_dim, op.tile_size, key[-1])
-        return Task(dk, op.kernel, src)
+            return Task(dk, _tile, TaskRef(refs[0]), op.tile_dim, op.tile_size, key[-1]), refs
+        return Task(dk, op.kernel, TaskRef(refs[0])), refs
     raise TypeError(f"cannot emit {node!r}")
 
 
@@ -220,12 +298,12 @@ def _fusable_joins(walk) -> dict:
 
 def _fused_task(agg, key, site, avail, dk):
     join = agg.child
-    args = []
+    refs = []
     for jkey, _ in agg.members[(key, site)]:
         lk, rk = join.sources(jkey, site)
-        args += [_ref(avail, _origin_at(join.left, lk, site), site),
+        refs += [_ref(avail, _origin_at(join.left, lk, site), site),
                  _ref(avail, _origin_at(join.right, rk, site), site)]
-    return Task(dk, _join_fold, join.op.kernel, agg.op.kernel, *args)
+    return Task(dk, _join_fold, join.op.kernel, agg.op.kernel, *map(TaskRef, refs)), refs
 
 
 def _join_fold(join_kernel, agg_kernel, *pairs):
@@ -240,10 +318,6 @@ def _origin_at(node, key, site):
         if s == site:
             return o
     raise KeyError((key, site))
-
-
-def _identity(x):
-    return x
 
 
 def _fold(kernel, *chunks):

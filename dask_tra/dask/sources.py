@@ -12,23 +12,21 @@ created) on the worker that needs them. Random values are drawn from NumPy's gen
 seeded by ``(seed, *key)`` then created in the chunk library, so every backend draws the
 same values (see ``dask_tra.backends.Backend.random``).
 
-Importing this module also teaches Dask about torch chunks (``sizeof`` counts a tensor's
-bytes; ``concatenate3`` glues torch blocks with ``torch.cat``): it runs on every worker
-that runs a dask_tra task, and ``ArraySource.scattered`` registers a worker plugin doing it
-before torch blocks are scattered.
+Dask's dispatch for chunk libraries (``sizeof``, ``concatenate``, serialization) is in
+``dispatch.py``; ``ArraySource.scattered`` installs it on the workers before scattering blocks.
 """
 from __future__ import annotations
 
 import itertools
-import sys
 import uuid
-import weakref
 
 import numpy as np
 
 from .. import backends, config
 from ..tra import Input, RelationType
+from ..tra.tasks import Data
 from ..tra.blocks import normalize_chunks
+from .dispatch import register_worker_dispatch
 
 
 def fresh_name(prefix: str) -> str:
@@ -67,7 +65,7 @@ class Source:
 
     def placement(self, client):
         """{key: (site-address,)} when the data already sits on the cluster, else None."""
-        return None
+        return
 
 
 class ArraySource(Source):
@@ -76,27 +74,72 @@ class ArraySource(Source):
     def __init__(self, x, chunks, name=None):
         self.array = x
         self.backend = backends.get(backends.backend_of_type(x))
+        self.device = self.backend.device_of(x)
         self.chunks = normalize_chunks(chunks, tuple(x.shape))
         dtype = backends.numpy_dtype(getattr(x, "dtype", np.dtype(np.float64)))
         t = RelationType.from_chunks(self.chunks, dtype, self.backend.name)
         self.input = Input(name or fresh_name("from-array"), t)
 
     def task(self, key):
-        return (_identity, self.array[_block_slices(self.chunks, key)])
+        return Data(self.array[_block_slices(self.chunks, key)])
 
-    def scattered(self, client, sites: dict, workers) -> "PersistedSource":
+    def scattered(self, client, sites: dict, workers) -> PersistedSource:
         """The blocks sent straight to the workers the plan puts them on (not inside the graph).
-        Each block is its own contiguous copy (a torch view would drag its whole base along)."""
-        if self.backend.name != "numpy":
-            register_worker_dispatch(client)
+        ``sites[key]`` is the set of sites that hold block ``key``: each gets a replica under
+        one dask key. Each block is its own contiguous copy (a torch view would drag its whole
+        base along)."""
+        register_worker_dispatch(client, [self.backend.name])
         by_worker = {}
-        for key, site in sites.items():
-            by_worker.setdefault(workers[site], []).append(key)
+        for key, held in sites.items():
+            for site in held:
+                by_worker.setdefault(workers[site], []).append(key)
+        name = fresh_name("tra-scattered")
         futures = {}
         for worker, keys in by_worker.items():
-            blocks = [self.backend.block(self.array, _block_slices(self.chunks, k)) for k in keys]
-            futures.update(zip(keys, client.scatter(blocks, workers=[worker], hash=False)))
+            blocks = {(name,) + k: self.backend.block(self.array, _block_slices(self.chunks, k)) for k in keys}
+            try:
+                sent = client.scatter(blocks, workers=[worker], hash=False)
+            except KeyError as e:  # the scheduler no longer knows the worker the plan chose
+                if e.args and e.args[0] == worker:
+                    raise SiteGone(f"worker {worker} left before the plan's inputs reached it") from e
+                raise
+            futures.update((k, sent[(name,) + k]) for k in keys)
         return PersistedSource(self.type, futures, name=self.input.name)
+
+
+class LazyArraySource(Source):
+    """A sliceable array-like on disk (h5py dataset, zarr array, netCDF4 variable, memmap), read
+    block by block: chunk ``key`` is read by its own task, on the site the plan pins it to, and
+    only when the plan reads it. ``region`` (one ``(start, stop)`` per axis of the stored array)
+    is the part this source covers: slicing an input narrows it, so blocks outside are never read.
+    """
+
+    def __init__(self, x, chunks, name=None, lock=None, region=None):
+        self.array = x
+        self.lock = lock
+        self.region = tuple(region) if region is not None else tuple((0, int(s)) for s in x.shape)
+        shape = tuple(b - a for a, b in self.region)
+        self.chunks = normalize_chunks(chunks, shape)
+        dtype = np.dtype(getattr(x, "dtype", np.float64))
+        self.input = Input(name or fresh_name("from-array"), RelationType.from_chunks(self.chunks, dtype))
+
+    def task(self, key):
+        box = tuple(slice(a + s.start, a + s.stop) for (a, _), s in
+                    zip(self.region, _block_slices(self.chunks, key)))
+        return (read_block, self.array, box, self.lock)
+
+    def narrowed(self, region, chunks) -> LazyArraySource:
+        """The source of the sub-box ``region`` (relative to this one), chunked ``chunks``."""
+        absolute = tuple((a + lo, a + hi) for (a, _), (lo, hi) in zip(self.region, region))
+        return LazyArraySource(self.array, chunks, lock=self.lock, region=absolute)
+
+
+def read_block(array, box, lock=None):
+    """``array[box]`` as a NumPy array (netCDF4's masked arrays become plain ones, as in dask)."""
+    if lock is None:
+        return np.asarray(array[box])
+    with lock:
+        return np.asarray(array[box])
 
 
 def _creation_backend(backend, device):
@@ -178,14 +221,24 @@ class PersistedSource(Source):
     """Blocks already computed: futures on a cluster (``wait``/``progress`` see them), or
     in-memory chunks after persisting on a local scheduler."""
 
-    def __init__(self, type_, blocks: dict, name=None):
+    def __init__(self, type_, blocks: dict, name=None, lineage=None):
         self.blocks = blocks  # key -> Future or chunk
         self.input = Input(name or fresh_name("persisted"), type_)
         self.graph = {b.key: b for b in blocks.values() if is_future(b)}
+        self.lineage = lineage  # (expr, sources) the blocks were computed from (dask/recovery.py)
+
+    def refresh(self, other: "PersistedSource"):
+        """Hold ``other``'s blocks (the same data, persisted again after a loss)."""
+        self.blocks, self.graph = other.blocks, other.graph
+
+    def detached(self) -> "PersistedSource":
+        """This input without its blocks, for a lineage: holding the futures would keep the
+        blocks on the cluster after the user let go of them."""
+        return PersistedSource(self.type, {}, name=self.input.name, lineage=self.lineage)
 
     def task(self, key):
         b = self.blocks[tuple(key)]
-        return Ref(b.key) if is_future(b) else (_identity, b)
+        return Ref(b.key) if is_future(b) else Data(b)
 
     def chunk(self, key):
         b = self.blocks[tuple(key)]
@@ -195,6 +248,10 @@ class PersistedSource(Source):
         if not self.graph:
             return None
         return _who_has(client, {b.key: k for k, b in self.blocks.items()})
+
+
+class SiteGone(Exception):
+    """A worker a plan placed data on left before the data reached it (the caller re-plans)."""
 
 
 def is_future(x) -> bool:
@@ -216,66 +273,5 @@ def _who_has(client, dask_keys: dict):
     return out
 
 
-def _identity(x):
-    return x
-
-
 def _backend_of(x) -> str:
     return backends.backend_of_type(x)
-
-
-# ---------------------------------------------------------------- Dask's dispatch for chunk libraries
-
-def _register_torch():
-    """``sizeof`` of a tensor is its elements' bytes (Dask's default counts ~80 bytes), and
-    ``concatenate3`` (a computed RelArray's finalize) glues torch blocks with ``torch.cat``."""
-    from dask.array.dispatch import concatenate_lookup
-    from dask.sizeof import sizeof
-
-    @sizeof.register_lazy("torch")
-    def _register_sizeof():
-        import torch
-
-        @sizeof.register(torch.Tensor)
-        def sizeof_torch(t):
-            return backends.get("torch").sizeof(t)
-
-    @concatenate_lookup.register_lazy("torch")
-    def _register_concatenate():
-        import torch
-
-        @concatenate_lookup.register(torch.Tensor)
-        def concatenate_torch(arrays, axis=0):
-            return backends.get("torch").concat(list(arrays), axis=axis)
-
-    if sys.modules.get("torch") is not None:  # already imported: a lookup may have cached the default
-        _register_sizeof()
-        _register_concatenate()
-
-
-_register_torch()
-
-
-class _DispatchPlugin:
-    """Worker plugin: import this module on every worker (registering the dispatch above) before
-    scattered torch blocks arrive, so workers measure them right."""
-
-    name = "dask_tra-chunk-backends"
-    idempotent = True
-
-    def setup(self, worker):
-        import dask_tra.dask.sources  # noqa: F401  (registers sizeof/concatenate for torch)
-
-
-_registered: "weakref.WeakSet" = weakref.WeakSet()
-
-
-def register_worker_dispatch(client):
-    """Install the dispatch registrations on the cluster's workers (once per client)."""
-    if client in _registered:
-        return
-    from distributed.diagnostics.plugin import WorkerPlugin
-
-    plugin = type("DaskTraChunkBackends", (_DispatchPlugin, WorkerPlugin), {})()
-    client.register_plugin(plugin, name=_DispatchPlugin.name)
-    _registered.add(client)

@@ -6,29 +6,32 @@ chunk's real ``nbytes`` as crossing; the cost model predicts the same number fro
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from ..tra.errors import fmt_key
 from ..tra.executor import apply_kernel, check_relation
 from ..tra.expr import Concat, ReKey, Tile
 from ..tra.kernels import namespace
-from .nodes import (Broadcast, Expand, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, PlanError,
-                    Shuffle)
+from .nodes import (Broadcast, Expand, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed,
+                    PlanError, Shuffle)
 
 
 class Result:
     """Per-node values (``values[node.uid][(key, site, origin)]``) and the bytes that crossed sites."""
 
-    def __init__(self):
-        self.values = {}
+    def __init__(self) -> None:
+        self.values: dict[int, dict[tuple[Any, int, Any], Any]] = {}
         self.bytes_moved = 0
-        self.present = set()  # (origin, site)
+        self.present: set[tuple[Any, int]] = set()  # (origin, site)
 
 
-def execute(plan, inputs: dict) -> Result:
+def execute(plan: IANode, inputs: Mapping[str, Mapping[Any, Any]]) -> Result:
     res = Result()
     for node in plan.walk():
-        vals = {}
+        vals: dict[tuple[Any, int, Any], Any] = {}
         for key, copies in node.copies.items():
             for site, origin in copies:
                 v = vals[(key, site, origin)] = _value(node, key, site, origin, res, inputs)
@@ -40,13 +43,13 @@ def execute(plan, inputs: dict) -> Result:
     return res
 
 
-def project(plan, res: Result) -> dict:
+def project(plan: IANode, res: Result) -> dict[Any, Any]:
     """The plan's output with sites projected away: {key: chunk}.
 
     A key may sit on several sites (copies, or the same chunk computed on each); copies
     that differ (unfinished partial aggregates) mean the plan is not a complete result.
     """
-    out = {}
+    out: dict[Any, Any] = {}
     for (key, site, origin), v in res.values[plan.uid].items():
         first = out.setdefault(key, v)
         if first is not v and not np.array_equal(np.asarray(first), np.asarray(v), equal_nan=True):

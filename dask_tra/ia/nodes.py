@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from ..tra import expr as tra
-from ..tra.dag import walk
+from ..tra.dag import render, walk
 from ..tra.errors import TRAError, fmt_key
+from ..tra.kernels import Kernel
+from ..tra.keyfuncs import KeyMap, KeyPred
 from ..tra.relation import RelationType
-from .partitioning import ALL
+from .partitioning import ALL, Key, Placement
+
+# (site, origin) pairs of one key; an origin names the computation that made the chunk
+Copies = dict[Any, tuple[tuple[int, Any], ...]]
 
 
 class PlanError(TRAError):
@@ -35,32 +42,48 @@ class IANode:
     """Base IA node: ``children``, ``type`` (logical metadata), ``s`` (site count), ``copies``."""
 
     kind = "ia"
-    children: tuple = ()
+    children: tuple[IANode, ...] = ()
+    type: RelationType
+    s: int
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.uid = next(_uid)
-        self._copies = None
+        self._copies: Copies | None = None
+
+    def _compute_copies(self) -> dict[Any, Sequence[tuple[int, Any]]]:
+        """key -> (site, origin) pairs, from the children's copies (each operator its own rule)."""
+        raise NotImplementedError
 
     @property
-    def copies(self) -> dict:
+    def copies(self) -> Copies:
         """key -> tuple of (site, origin), sorted; computed once from metadata."""
-        if self._copies is None:
-            self._copies = {k: tuple(sorted(set(v), key=repr)) for k, v in self._compute_copies().items()}
+        if self._copies is None:  # children first, iteratively (deep plans), each node once
+            stack = [(self, False)]
+            while stack:
+                node, ready = stack.pop()
+                if node._copies is not None:
+                    continue
+                if ready:
+                    node._copies = {k: tuple(v) if len(v) == 1 else tuple(sorted(set(v), key=repr))
+                                    for k, v in node._compute_copies().items()}
+                    continue
+                stack.append((node, True))
+                stack.extend((c, False) for c in node.children if c._copies is None)
+        assert self._copies is not None
         return self._copies
 
-    def walk(self):
+    def walk(self) -> list[IANode]:
         """Every node of the plan once, children before parents."""
         return walk(self)
 
-    def new_origin(self, key, site):
+    def new_origin(self, key: Iterable[int], site: int) -> tuple[int, Key, int]:
         return (self.uid, tuple(key), site)
 
     def describe(self) -> str:
         raise NotImplementedError
 
-    def __repr__(self):
-        inner = ", ".join(repr(c) for c in self.children)
-        return f"{self.describe()}({inner})" if inner else self.describe()
+    def __repr__(self) -> str:
+        return render(self)
 
 
 class Placed(IANode):
@@ -68,16 +91,22 @@ class Placed(IANode):
 
     kind = "input"
 
-    def __init__(self, input: tra.Input, placement, s: int):
+    def __init__(self, input: tra.Input, placement: Placement, s: int):
         super().__init__()
         self.input, self.placement, self.s, self.type = input, placement, s, input.type
 
     def _compute_copies(self):
+        """Replicas of a tuple (several sites) are one chunk: one origin, so moving it to a site
+        that already holds a replica is free, and two replicas never meet as different chunks."""
         f = self.type.frontier
-        return {k: [(t, self.new_origin(k, t)) for t in self.placement.sites(k, f, self.s)]
-                for k in self.type.iter_keys()}
+        out = {}
+        for k in self.type.iter_keys():
+            sites = self.placement.sites(k, f, self.s)
+            origin = self.new_origin(k, sites[0])
+            out[k] = [(t, origin) for t in sites]
+        return out
 
-    def describe(self):
+    def describe(self) -> str:
         return f"{self.input.describe()}@{self.placement}"
 
 
@@ -85,6 +114,10 @@ class _Move(IANode):
     def __init__(self, child: IANode):
         super().__init__()
         self.children, self.child, self.s, self.type = (child,), child, child.s, child.type
+
+    def targets(self, key: Key, frontier: tuple[int, ...]) -> Iterable[int]:
+        """The sites a tuple with ``key`` is sent to."""
+        raise NotImplementedError
 
     def _compute_copies(self):
         f = self.type.frontier
@@ -98,10 +131,10 @@ class Broadcast(_Move):
     kind = "bcast"
     placement = ALL
 
-    def targets(self, key, frontier):
+    def targets(self, key: Key, frontier: tuple[int, ...]) -> Iterable[int]:
         return range(self.s)
 
-    def describe(self):
+    def describe(self) -> str:
         return "Broadcast"
 
 
@@ -110,14 +143,14 @@ class Shuffle(_Move):
 
     kind = "shuffle"
 
-    def __init__(self, child: IANode, placement):
+    def __init__(self, child: IANode, placement: Placement):
         super().__init__(child)
         self.placement = placement
 
-    def targets(self, key, frontier):
+    def targets(self, key: Key, frontier: tuple[int, ...]) -> Iterable[int]:
         return self.placement.sites(key, frontier, self.s)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Shuffle[{self.placement}]"
 
 
@@ -126,12 +159,15 @@ class LocalJoin(IANode):
 
     kind = "localjoin"
 
-    def __init__(self, left: IANode, right: IANode, left_keys, right_keys, kernel):
+    def __init__(self, left: IANode, right: IANode, left_keys: Iterable[int], right_keys: Iterable[int],
+                 kernel: Kernel):
         super().__init__()
         self.children, self.left, self.right = (left, right), left, right
         self.s = left.s
         self.op = tra.Join(_placeholder(left.type), _placeholder(right.type), left_keys, right_keys, kernel)
         self.type = self.op.type
+        self._kl = left.type.key_arity
+        self._right_pos = tuple(self.op.right_out[d] for d in range(right.type.key_arity))  # in the output key
 
     def _compute_copies(self):
         op = self.op
@@ -148,26 +184,16 @@ class LocalJoin(IANode):
                     out[key] = [(t, self.new_origin(key, t)) for t in both]
         return out
 
-    def sources(self, key, site):
+    def sources(self, key: Key, site: int) -> tuple[Key, Key]:
         """(left key, right key) joined into ``key`` (the same at every site)."""
-        op = self.op
-        kl = self.left.type.key_arity
-        lk = tuple(key[:kl])
-        rk = [None] * self.right.type.key_arity
-        for a, b in zip(op.left_keys, op.right_keys):
-            rk[b] = lk[a]
-        rest = iter(key[kl:])
-        for d in range(len(rk)):
-            if rk[d] is None:
-                rk[d] = next(rest)
-        return lk, tuple(rk)
+        return key[:self._kl], tuple([key[d] for d in self._right_pos])
 
-    def describe(self):
+    def describe(self) -> str:
         return f"LocalJoin({list(self.op.left_keys)},{list(self.op.right_keys)},{self.op.kernel.name})"
 
 
-def _one_origin_per_site(key, copies, node):
-    sites = {}
+def _one_origin_per_site(key: Key, copies: Iterable[tuple[int, Any]], node: IANode) -> dict[int, Any]:
+    sites: dict[int, Any] = {}
     for t, origin in copies:
         if sites.setdefault(t, origin) != origin:
             raise PlanError(f"{node.describe()}: two different chunks for key {fmt_key(key)} "
@@ -180,34 +206,45 @@ class LocalAggregate(IANode):
 
     kind = "localagg"
 
-    def __init__(self, child: IANode, group_by=None, kernel=None, concat=None):
+    op: tra.Concat | tra.Aggregate
+
+    def __init__(self, child: IANode, group_by: Iterable[int] | None = None, kernel: Kernel | None = None,
+                 concat: Sequence | None = None):
         super().__init__()
         self.children, self.child, self.s = (child,), child, child.s
+        self.group_by: tuple[int, ...]
         if concat is not None:
             self.op = tra.Concat(_placeholder(child.type), *concat)
             kd = self.op.key_dim
             self.group_by = tuple(d for d in range(child.type.key_arity) if d != kd)
         else:
-            self.op = tra.Aggregate(_placeholder(child.type), group_by, kernel)
+            # without ``concat``, ``group_by`` and ``kernel`` are given (Aggregate checks them)
+            self.op = tra.Aggregate(_placeholder(child.type), cast(Iterable[int], group_by), cast(Kernel, kernel))
             self.group_by = self.op.group_by
         self.type = self.op.type
-        self.members = {}  # (group key, site) -> [(key, origin), ...] in key order
+        self._members: dict[tuple[Key, int], list[tuple[Key, Any]]] | None = None
+
+    @property
+    def members(self) -> dict[tuple[Key, int], list[tuple[Key, Any]]]:
+        """(group key, site) -> [(key, origin), ...] in key order: the tuples each local fold
+        reads. A function of the child's copies, computed once."""
+        if self._members is None:
+            groups: defaultdict[tuple[Key, int], list[tuple[Key, Any]]] = defaultdict(list)
+            for k, cs in self.child.copies.items():
+                g = tuple(k[d] for d in self.group_by)
+                for t, origin in cs:
+                    groups[(g, t)].append((k, origin))
+            self._members = {gt: sorted(members, key=repr) for gt, members in groups.items()}
+        return self._members
 
     def _compute_copies(self):
-        groups = defaultdict(list)
-        for k, cs in self.child.copies.items():
-            g = tuple(k[d] for d in self.group_by)
-            for t, origin in cs:
-                groups[(g, t)].append((k, origin))
-        out = defaultdict(list)
-        for (g, t), members in groups.items():
-            members.sort(key=repr)
-            self.members[(g, t)] = members
+        out: defaultdict[Key, list[tuple[int, Any]]] = defaultdict(list)
+        for (g, t), members in self.members.items():
             passthrough = len(members) == 1 and isinstance(self.op, tra.Aggregate)
             out[g].append((t, members[0][1] if passthrough else self.new_origin(g, t)))
         return out
 
-    def describe(self):
+    def describe(self) -> str:
         return f"LocalAggregate({self.op.describe()})"
 
 
@@ -216,7 +253,7 @@ class LocalFilter(IANode):
 
     kind = "localfilter"
 
-    def __init__(self, child: IANode, predicate):
+    def __init__(self, child: IANode, predicate: KeyPred):
         super().__init__()
         self.children, self.child, self.s = (child,), child, child.s
         self.op = tra.Filter(_placeholder(child.type), predicate)
@@ -225,7 +262,7 @@ class LocalFilter(IANode):
     def _compute_copies(self):
         return {k: cs for k, cs in self.child.copies.items() if self.op.predicate(k)}
 
-    def describe(self):
+    def describe(self) -> str:
         return f"LocalFilter({self.op.predicate})"
 
 
@@ -233,12 +270,12 @@ class Expand:
     """insertDim/duplicate as a key function: place a key into a larger key space, copying the
     tuple along every new dim (the RMM replication). ``positions[i]`` is the output dim of input dim i."""
 
-    def __init__(self, positions, frontier):
+    def __init__(self, positions: Iterable[int], frontier: Sequence[int]):
         self.positions, self.frontier = tuple(positions), tuple(frontier)
         self.new_dims = [d for d in range(len(frontier)) if d not in self.positions]
         self.name = f"dup{self.new_dims}"
 
-    def keys(self, key):
+    def keys(self, key: Key) -> Iterator[Key]:
         for extra in itertools.product(*(range(self.frontier[d]) for d in self.new_dims)):
             out = [0] * len(self.frontier)
             for i, d in enumerate(self.positions):
@@ -247,7 +284,7 @@ class Expand:
                 out[d] = v
             yield tuple(out)
 
-    def source(self, key):
+    def source(self, key: Key) -> Key:
         return tuple(key[d] for d in self.positions)
 
     def type_of(self, t: RelationType) -> RelationType:
@@ -261,7 +298,7 @@ class LocalMap(IANode):
 
     kind = "localmap"
 
-    def __init__(self, child: IANode, op):
+    def __init__(self, child: IANode, op: tra.ReKey | tra.Transform | tra.Tile | Expand):
         super().__init__()
         self.children, self.child, self.s, self.op = (child,), child, child.s, op
         self.type = op.type_of(child.type) if isinstance(op, Expand) else op.type
@@ -271,10 +308,12 @@ class LocalMap(IANode):
         out = {}
         for k, cs in self.child.copies.items():
             for nk in self.out_keys(k):
-                out[nk] = list(cs) if self.pure_copy else [(t, self.new_origin(nk, t)) for t, _ in cs]
+                # a map of one chunk is one chunk wherever it is computed: its origin follows
+                # the input's (a replica's map is a replica)
+                out[nk] = list(cs) if self.pure_copy else [(t, self.new_origin(nk, o[2])) for t, o in cs]
         return out
 
-    def out_keys(self, key):
+    def out_keys(self, key: Key) -> list[Key]:
         op = self.op
         if isinstance(op, Expand):
             return list(op.keys(key))
@@ -284,7 +323,7 @@ class LocalMap(IANode):
             return [key + (t,) for t in range(op.type.frontier[-1])]
         return [key]
 
-    def source(self, key):
+    def source(self, key: Key) -> Key:
         """Input key of an output key (every op here maps each output key from one input key)."""
         op = self.op
         if isinstance(op, Expand):
@@ -296,27 +335,27 @@ class LocalMap(IANode):
         return key
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.op.name if isinstance(self.op, Expand) else self.op.describe()
 
-    def describe(self):
+    def describe(self) -> str:
         return f"LocalMap({self.name})"
 
 
 IA_OPERATORS = (Placed, Broadcast, Shuffle, LocalJoin, LocalAggregate, LocalFilter, LocalMap)
 
 
-def transform(child: IANode, kernel) -> LocalMap:
+def transform(child: IANode, kernel: Kernel) -> LocalMap:
     return LocalMap(child, tra.Transform(_placeholder(child.type), kernel))
 
 
-def rekey(child: IANode, key_fn) -> LocalMap:
+def rekey(child: IANode, key_fn: KeyMap) -> LocalMap:
     return LocalMap(child, tra.ReKey(_placeholder(child.type), key_fn))
 
 
-def tile(child: IANode, tile_dim, tile_size) -> LocalMap:
+def tile(child: IANode, tile_dim: int, tile_size: int) -> LocalMap:
     return LocalMap(child, tra.Tile(_placeholder(child.type), tile_dim, tile_size))
 
 
-def expand(child: IANode, positions, frontier) -> LocalMap:
+def expand(child: IANode, positions: Iterable[int], frontier: Sequence[int]) -> LocalMap:
     return LocalMap(child, Expand(positions, frontier))

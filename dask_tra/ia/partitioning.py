@@ -10,37 +10,65 @@ partition vector ``d`` is the ``groups``. ``ALL`` puts every tuple on every site
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+Key = tuple[int, ...]
+
+
+class Placement(Protocol):
+    """What every partitioning offers: the sites of a key, and whether it keeps groups together."""
+
+    def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]: ...
+
+    def partitions_by(self, group_by: Sequence[int]) -> bool: ...
 
 
 @dataclass(frozen=True)
 class Grid:
-    dims: tuple
-    groups: tuple
+    dims: tuple[int, ...]
+    groups: tuple[int, ...]
 
-    def site(self, key, frontier, s: int) -> int:
-        p = math.prod(self.groups)
-        if p == 0:
-            return 0
-        g = 0
-        for d, n in zip(self.dims, self.groups):
-            g = g * n + key[d] * n // frontier[d]
-        return g * s // p
+    def site(self, key: Key, frontier: Sequence[int], s: int) -> int:
+        return int(site_table(self, tuple(frontier), s)[tuple(key)])
 
-    def sites(self, key, frontier, s):
+    def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]:
         return (self.site(key, frontier, s),)
 
-    def partitions_by(self, group_by) -> bool:
+    def table(self, frontier: Sequence[int], s: int) -> np.ndarray:
+        """The site of every key below ``frontier`` (an array of shape ``frontier``), vectorized:
+        group g of p along the grid goes to site ``g * s // p``."""
+        frontier = tuple(int(f) for f in frontier)
+        p = math.prod(self.groups)
+        if p == 0 or not math.prod(frontier):
+            return np.zeros(frontier, np.int64)
+        g = np.zeros((1,) * len(frontier), np.int64)
+        for d, n in zip(self.dims, self.groups):
+            shape = [1] * len(frontier)
+            shape[d] = frontier[d]
+            g = g * n + (np.arange(frontier[d]) * n // frontier[d]).reshape(shape)
+        return np.broadcast_to(g * s // p, frontier)
+
+    def partitions_by(self, group_by: Sequence[int]) -> bool:
         """True when all tuples agreeing on ``group_by`` share a site (R2-4's precondition)."""
         return set(d for d, n in zip(self.dims, self.groups) if n > 1) <= set(group_by)
 
-    def __str__(self):
+    def __str__(self) -> str:
         if not self.dims:
             return "ONE"
         return f"PART{list(self.dims)}" + (f"/d={list(self.groups)}" if self.groups else "")
 
 
-def part(dims, frontier) -> Grid:
+@lru_cache(maxsize=1024)
+def site_table(grid: Grid, frontier: tuple[int, ...], s: int) -> np.ndarray:
+    return grid.table(frontier, s)
+
+
+def part(dims: Iterable[int], frontier: Sequence[int]) -> Grid:
     """PART(D): every distinct value of key[D] its own group."""
     dims = tuple(dims)
     return Grid(dims, tuple(frontier[d] for d in dims))
@@ -48,13 +76,13 @@ def part(dims, frontier) -> Grid:
 
 @dataclass(frozen=True)
 class All:
-    def sites(self, key, frontier, s):
+    def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]:
         return tuple(range(s))
 
-    def partitions_by(self, group_by) -> bool:
+    def partitions_by(self, group_by: Sequence[int]) -> bool:
         return False
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "ALL"
 
 
@@ -65,17 +93,17 @@ ALL = All()
 class SiteMap:
     """Explicit placement: ``mapping[key]`` is a tuple of sites."""
 
-    mapping: dict
+    mapping: Mapping[Key, Sequence[int]]
 
-    def sites(self, key, frontier, s):
+    def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]:
         return tuple(self.mapping[key])
 
-    def partitions_by(self, group_by) -> bool:
-        home = {}
+    def partitions_by(self, group_by: Sequence[int]) -> bool:
+        home: dict[Key, int] = {}
         for k, sites in self.mapping.items():
             if len(sites) != 1 or home.setdefault(tuple(k[d] for d in group_by), sites[0]) != sites[0]:
                 return False
         return True
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "SITEMAP"

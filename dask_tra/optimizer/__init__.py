@@ -1,46 +1,230 @@
 """The optimizer: compile TRA expressions into IA plans by cost-based search, and explain them.
 
-No Dask here. Entry point: ``plan(expr, sites)``.
+No Dask here. Entry points: ``plan(expr, sites)`` and ``plan_many(exprs, sites)``. The
+search costs every candidate in closed form from layouts (``symbolic``, ``candidates``);
+the chosen plan's IA nodes are built once, on first use of ``Plan.root`` (``build``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
 
 from ..ia.nodes import IANode
-from .cost import Cost, evaluate_cost
-from .explain import Explain, OperatorReport, ia_tree
-from .search import MemoryLimitError, kind_of, search
+from ..tra.dag import render
+from ..tra.expr import Expr
+from . import cache
+from .build import build
+from .cost import Cost, Rates, evaluate_cost
+from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
+from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, search, views_of
+from .search import candidates as _candidates
+from .symbolic import key_bytes
 
 
-@dataclass
+@dataclass(eq=False)
 class Plan:
-    root: IANode
+    """A chosen plan: the expressions, the alternative chosen for each, its exact predicted cost,
+    and the report. ``root``/``roots``: the IA plan, built on first use."""
+
+    exprs: tuple
+    sites: int
+    alts: tuple
     cost: Cost
     explain: Explain
+    layouts: tuple = field(default=())  # per root: where each result tuple is (one site per key)
+
+    @cached_property
+    def roots(self) -> list[IANode]:
+        return build(self.alts, self.sites)
+
+    @property
+    def root(self) -> IANode:
+        return self.roots[0]
 
 
-def plan(expr, sites: int, placements=None, memory_limit=None, force=None, keep=6) -> Plan:
+# input name -> {key: (site, ...)}: inputs already placed on a cluster
+Placements = Mapping[str, Mapping[tuple[int, ...], Sequence[int]]]
+# one strategy name for every contraction, or {operator kind: strategy}
+Force = str | Mapping[str, str]
+
+
+def plan(expr: Expr, sites: int, placements: Placements | None = None, memory_limit: int | None = None,
+         force: Force | None = None, keep: int = 6, rates: Rates | None = None) -> Plan:
     """Choose an IA plan for ``expr`` on ``sites`` sites.
 
-    placements: input name -> {key: (site, ...)} for inputs already placed (costed where they are);
-        other inputs are laid out freely.
+    placements: input name -> {key: (site, ...)} for inputs already placed (costed where they are,
+        any replica usable); other inputs are laid out freely.
     memory_limit: bytes per site; plans whose peak estimate exceeds it are not chosen.
     force: a strategy name for every contraction (e.g. ``"cmm"``), or {kind: strategy}.
+    rates: the time objective's constants (``cost.Rates``).
     """
+    return plan_many((expr,), sites, placements, memory_limit, force, keep, rates)
+
+
+def plan_many(exprs: Iterable[Expr], sites: int, placements: Placements | None = None,
+              memory_limit: int | None = None, force: Force | None = None, keep: int = 6,
+              rates: Rates | None = None, one_layout: bool = False) -> Plan:
+    """One plan for several expressions sharing sub-expressions (each shared node planned once;
+    with ``one_layout`` each is also computed in one layout only). A plan for an expression of
+    the same structure, placements and settings is replayed from ``cache`` without a search."""
     if sites < 1:
         raise ValueError(f"sites must be >= 1, got {sites}")
-    best = search(expr, sites, placements, memory_limit, force, keep)
-    cost = best.cost if best.cost is not None else evaluate_cost(best.node)
-    ops = [OperatorReport(kind, strategy, table, _describe(node, kind), c.bytes_moved, c.max_peak)
-           for node, kind, strategy, table, c in best.notes.values()]
-    report = Explain(repr(expr), sites, ops, cost.bytes_moved, cost.peak_memory,
-                     gather_bytes=gather_bytes(best.node), ia_plan=ia_tree(best.node))
-    return Plan(best.node, cost, report)
+    exprs = tuple(exprs)
+    rates = rates or Rates()
+    digest, order, inputs = cache.structure(exprs)
+    exact, loose = cache.keys(digest, inputs, placements, (sites, memory_limit, repr(force), keep, rates, one_layout))
+    hit = cache.get(exact)
+    found = _replay(hit, order) if hit is not None else None
+    if found is None and cache.get(loose) is not None:
+        found = _recost(cache.get(loose), order, sites, placements, rates, memory_limit)
+        if found is not None:
+            cache.put(exact, _template(found[0], order, found[1], found[2]))
+    if found is not None:
+        alts, cost, cands = found
+    else:
+        best, _ = search(exprs, sites, placements, memory_limit, force, keep, rates, one_layout)
+        alts = tuple(best[id(e)] for e in exprs)
+        cost, cands = final_costs(alts, sites, rates)
+        template = _template(alts, order, cost, cands)
+        cache.put(exact, template)
+        cache.put(loose, template)
+    ops, steps = _report(alts, cands)
+    gather = sum(_gather_bytes(a) for a in alts)
+    text = "\n".join(render(e) for e in exprs)
+    report = Explain(text, sites, ops, cost.bytes_moved, dict(cost.peak_memory),
+                     gather_bytes=gather, ia_plan="\n".join(steps), predicted_seconds=cost.seconds,
+                     breakdown=rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)))
+    return Plan(exprs, sites, alts, cost, report, tuple(a.layout for a in alts))
 
 
-def gather_bytes(root) -> int:
+def final_costs(roots, s, rates):
+    """Exact costs of a chosen plan: each alternative re-costed once, in topological order, with
+    the copies earlier consumers already moved (a second move of a tuple to a site is free).
+    Returns (Cost, {id(alt): Cand})."""
+    present, cands = {}, {}
+    moved = paper = tasks = 0
+    flops = np.zeros(s)
+    peak = np.zeros(s, np.int64)
+    for alt in chosen(roots):
+        if not alt.inputs:
+            present[id(alt)] = alt.layout
+            continue
+        views = views_of(alt.inputs, present)
+        only = alt.strategy if alt.strategy != "bmm" else f"bmm-{alt.cand.detail['bside']}"
+        cand = _candidates(alt.node, kind_of(alt.node), views, s, only)[alt.strategy]
+        for a, p in zip(alt.inputs, cand.present):
+            if not a.free:
+                present[id(a)] = p
+        present[id(alt)] = alt.layout
+        cands[id(alt)] = cand
+        moved += cand.moved
+        paper += cand.paper
+        tasks += cand.tasks
+        flops = flops + cand.flops
+        peak = np.maximum(peak, np.asarray(cand.peak, np.int64))
+    if not cands:  # a plan that is just placed inputs
+        for a in roots:
+            peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
+    secs = rates.seconds(moved, tasks, flops)
+    return Cost(moved, dict(enumerate(int(p) for p in peak)), paper, tasks, tuple(float(f) for f in flops),
+                secs), cands
+
+
+def _recost(template, order, s, placements, rates, memory_limit):
+    """A cached plan's choices re-costed for other input placements (one candidate per operator);
+    None if a choice no longer applies or no longer fits the memory limit."""
+    entries, root_pos, _ = template
+    made = []
+    for node_index, alt, cand in entries:
+        node = order[node_index]
+        if cand is None:
+            made.append(input_alt(node, s, placements or {}))
+            continue
+        kids = tuple(made[j] for j in alt.inputs)
+        only = alt.strategy if alt.strategy != "bmm" else f"bmm-{cand.detail['bside']}"
+        c = _candidates(node, kind_of(node), views_of(kids), s, only).get(alt.strategy)
+        if c is None:
+            return None
+        new = combine(node, alt.strategy, c, kids, rates)
+        new.table = alt.table
+        made.append(new)
+    roots = tuple(made[j] for j in root_pos)
+    cost, cands = final_costs(roots, s, rates)
+    if memory_limit is not None and max(cost.peak_memory.values(), default=0) > memory_limit:
+        return None
+    return roots, cost, cands
+
+
+def _report(roots, cands):
+    ops, steps = [], []
+    for alt in chosen(roots):
+        if id(alt) not in cands:
+            continue
+        kind = kind_of(alt.node)
+        ops.append(OperatorReport(kind, alt.strategy, {n: b for n, (b, _) in alt.table.items()},
+                                  _describe(alt.node, kind), alt.bytes, int(alt.peak.max()),
+                                  {n: t for n, (_, t) in alt.table.items()}, alt.seconds))
+        steps.extend(_steps(alt, cands[id(alt)], kind))
+    return ops, steps
+
+
+def _template(roots, order, cost, cands):
+    """A chosen plan with its TRA nodes replaced by their walk positions (for ``cache``)."""
+    index = {id(n): i for i, n in enumerate(order)}
+    alts = chosen(roots)
+    pos = {id(a): j for j, a in enumerate(alts)}
+    entries = [(index[id(a.node)], replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)),
+                cands.get(id(a))) for a in alts]
+    return entries, [pos[id(r)] for r in roots], cost
+
+
+def _replay(template, order):
+    entries, root_pos, cost = template
+    made: list[Alt] = []
+    cands: dict[int, object] = {}
+    for node_index, alt, cand in entries:
+        new = replace(alt, node=order[node_index], inputs=tuple(made[j] for j in alt.inputs))
+        made.append(new)
+        if cand is not None:
+            cands[id(new)] = cand
+    return tuple(made[j] for j in root_pos), cost, cands
+
+
+def _steps(alt, cand, kind):
+    head = f"{kind} {_describe(alt.node, kind)}: {alt.strategy}"
+    out = [head]
+    for what, i, nbytes in cand.detail.get("steps", ()):
+        if not what:
+            continue
+        src = alt.inputs[i].node.describe() if i is not None else "partial results"
+        out.append(f"  {what} {src}: {fmt_bytes(nbytes)}")
+    if cand.detail.get("bside"):
+        out.append(f"  (broadcasts the {cand.detail['bside']} input)")
+    return out
+
+
+def _gather_bytes(alt) -> int:
     """Bytes to bring every result tuple to one site (the one already holding the most)."""
-    per_site = {}
+    if not alt.layout.size:
+        return 0
+    first = alt.layout.argmax(axis=1)
+    has = alt.layout.any(axis=1)
+    per_site = np.bincount(first[has], weights=key_bytes(alt.node.type)[has], minlength=alt.layout.shape[1])
+    return int(per_site.sum() - per_site.max())
+
+
+def _describe(node, kind):
+    if kind in ("matmul", "einsum", "contraction"):
+        return f"{node.describe()} ∘ {node.child.describe()}"
+    return node.describe()
+
+
+def gather_bytes(root: IANode) -> int:
+    """Bytes to bring every result tuple of an IA plan to one site (the one holding the most)."""
+    per_site: dict[int, int] = {}
     for key, copies in root.copies.items():
         n = root.type.dtype.itemsize
         for d in root.type.chunk_shape(key):
@@ -50,10 +234,5 @@ def gather_bytes(root) -> int:
     return sum(per_site.values()) - max(per_site.values(), default=0)
 
 
-def _describe(node, kind):
-    if kind in ("matmul", "einsum", "contraction"):
-        return f"{node.describe()} ∘ {node.child.describe()}"
-    return node.describe()
-
-
-__all__ = ["plan", "Plan", "Explain", "OperatorReport", "MemoryLimitError", "evaluate_cost", "kind_of"]
+__all__ = ["plan", "plan_many", "Plan", "Explain", "OperatorReport", "MemoryLimitError", "evaluate_cost",
+           "kind_of", "Rates", "ia_tree", "inputs_of"]

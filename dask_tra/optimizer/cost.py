@@ -20,7 +20,32 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..ia.nodes import Broadcast, Placed, Shuffle
+import numpy as np
+
+from ..ia.nodes import Broadcast, IANode, Placed, Shuffle
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The time objective's constants: link bandwidth (bytes/s), scheduler overhead per task
+    (s) and one site's compute rate (flops/s). Predicted time = bytes / bandwidth + tasks ×
+    overhead + the busiest site's flops / rate. Defaults suit a 1 Gbit/s cluster of CPU
+    workers; ``dask_tra.config`` sets them, or ``cluster_rates`` measures them."""
+
+    bandwidth: float = 1.25e8
+    task_overhead: float = 1e-3
+    flop_rate: float = 1e10
+
+    def seconds(self, nbytes, tasks, flops) -> float:
+        busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
+        return nbytes / self.bandwidth + tasks * self.task_overhead + busiest / self.flop_rate
+
+    def breakdown(self, nbytes, tasks, flops) -> dict:
+        busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
+        return {"transfer_s": nbytes / self.bandwidth, "tasks": int(tasks),
+                "scheduling_s": tasks * self.task_overhead, "busiest_site_flops": busiest,
+                "compute_s": busiest / self.flop_rate,
+                "total_s": self.seconds(nbytes, tasks, flops)}
 
 
 @dataclass(frozen=True)
@@ -28,6 +53,9 @@ class Cost:
     bytes_moved: int
     peak_memory: dict  # site -> bytes
     paper_floats: int
+    tasks: int = 0
+    site_flops: tuple = ()  # per site
+    seconds: float = 0.0
 
     @property
     def max_peak(self) -> int:
@@ -39,10 +67,10 @@ class _NodeFacts:
 
     __slots__ = ("copies", "site_bytes", "paper")
 
-    def __init__(self, node):
+    def __init__(self, node: IANode):
         itemsize = node.type.dtype.itemsize
-        self.copies = []  # (nbytes, ((site, origin), ...)) per key
-        self.site_bytes = defaultdict(int)
+        self.copies: list[tuple[int, tuple]] = []  # (nbytes, ((site, origin), ...)) per key
+        self.site_bytes: defaultdict[int, int] = defaultdict(int)
         for key, cs in node.copies.items():
             nb = itemsize * math.prod(node.type.chunk_shape(key))
             self.copies.append((nb, cs))
@@ -56,37 +84,31 @@ class _NodeFacts:
             self.paper = per * (node.s if isinstance(node, Broadcast) else 1)
 
 
-def _facts(node) -> _NodeFacts:
-    facts = node.__dict__.get("_cost_facts")
-    if facts is None:
-        facts = node._cost_facts = _NodeFacts(node)
-    return facts
-
-
-def evaluate_cost(plan) -> Cost:
+def evaluate_cost(plan: IANode) -> Cost:
     present = set()
     moved = paper = 0
     nodes = plan.walk()
+    facts = {id(n): _NodeFacts(n) for n in nodes}
     for node in nodes:
-        facts = _facts(node)
+        f = facts[id(node)]
         is_move = isinstance(node, (Broadcast, Shuffle))
-        for nb, copies in facts.copies:
+        for nb, copies in f.copies:
             for pair in copies:
                 if (pair[1], pair[0]) not in present:
                     present.add((pair[1], pair[0]))
                     if is_move:
                         moved += nb
-        paper += facts.paper
-    peak = defaultdict(int)
+        paper += f.paper
+    peak: defaultdict[int, int] = defaultdict(int)
     for node in nodes:
         if isinstance(node, Placed):
             continue
-        own = _facts(node).site_bytes
-        kids = [_facts(c).site_bytes for c in node.children]
+        own = facts[id(node)].site_bytes
+        kids = [facts[id(c)].site_bytes for c in node.children]
         for site in set(own).union(*kids):
             need = own.get(site, 0) + sum(k.get(site, 0) for k in kids)
             if need > peak[site]:
                 peak[site] = need
     if not peak:  # a plan that is just placed inputs
-        peak.update(_facts(plan).site_bytes)
+        peak.update(facts[id(plan)].site_bytes)
     return Cost(moved, dict(peak), paper)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import product
+from typing import cast
 
 import numpy as np
 
@@ -153,7 +154,8 @@ def _optimize(
                 cost += c
             z = v.produced(d)
             cost += sum(
-                cost_repart(z, graph[consumer].required(known[consumer], slot), v.shape)
+                # a consumer reads its inputs: it is an einsum vertex
+                cost_repart(z, cast(EinsumVertex, graph[consumer]).required(known[consumer], slot), v.shape)
                 for consumer, slot in consumers[v.name]
                 if consumer in known
             )
@@ -210,9 +212,9 @@ def _longest_path(graph: EinGraph, remaining: Sequence[EinsumVertex]) -> list[Ei
         best = max(before, key=lambda u: length[u], default=None)
         prev[v.name] = best
         length[v.name] = 1 + (length[best] if best is not None else 0)
-    end = max(remaining, key=lambda v: length[v.name]).name
-    path = []
+    end: str | None = max(remaining, key=lambda v: length[v.name]).name
+    path: list[EinsumVertex] = []
     while end is not None:
-        path.append(graph[end])
+        path.append(cast(EinsumVertex, graph[end]))  # ``end`` is one of ``remaining``
         end = prev[end]
     return path[::-1]

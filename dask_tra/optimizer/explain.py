@@ -4,30 +4,22 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from ..tra.dag import tree_lines
 
-def fmt_bytes(n) -> str:
+
+def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
+    return f"{n:.1f} TiB"
 
 
 def ia_tree(root) -> str:
     """The IA plan as an indented tree, root first; a sub-plan used twice is shown once."""
-    lines, seen = [], set()
-
-    def visit(node, depth):
-        mark = " (shared, above)" if node.uid in seen else ""
-        lines.append("  " * depth + node.describe() + mark)
-        if mark:
-            return
-        seen.add(node.uid)
-        for c in node.children:
-            visit(c, depth + 1)
-    visit(root, 0)
-    return "\n".join(lines)
+    return "\n".join(tree_lines(root))
 
 
 @dataclass
@@ -44,6 +36,8 @@ class OperatorReport:
     operator: str
     predicted_bytes: int
     predicted_peak_memory: int
+    candidate_seconds: dict = field(default_factory=dict)
+    predicted_seconds: float = 0.0
 
 
 @dataclass
@@ -57,23 +51,32 @@ class Explain:
     measured_bytes: int | None = None
     ia_plan: str = ""
     notes: list = field(default_factory=list)
+    predicted_seconds: float = 0.0
+    breakdown: dict = field(default_factory=dict)  # the time objective's terms (``Rates.breakdown``)
 
     def __str__(self):
         lines = [f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
                  + f" (+{fmt_bytes(self.gather_bytes)} to gather the result on compute)"
                  + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
                  + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"]
+        if self.breakdown:
+            b = self.breakdown
+            lines.append(f"predicted time {b['total_s']:.3g} s = {b['transfer_s']:.3g} s moving data"
+                         f" + {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
+                         f" + {b['compute_s']:.3g} s computing on the busiest worker"
+                         f" ({b['busiest_site_flops'] / 1e9:.3g} GFLOP)")
         for i, op in enumerate(self.operators):
             last = i == len(self.operators) - 1
             lines.append(f"{'└─' if last else '├─'} {op.kind}: {op.strategy}   {op.operator}")
             pad = "   " if last else "│  "
             if len(op.candidates) > 1:
-                ranked = sorted(op.candidates.items(), key=lambda kv: kv[1])
-                shown = ", ".join(f"{n}={fmt_bytes(b)}" + (" *" if n == op.strategy else "")
-                                  for n, b in ranked)
+                secs = op.candidate_seconds
+                ranked = sorted(op.candidates.items(), key=lambda kv: (secs.get(kv[0], 0), kv[1]))
+                shown = ", ".join(f"{n}={fmt_bytes(b)}" + (f"/{secs[n]:.3g}s" if n in secs else "")
+                                  + (" *" if n == op.strategy else "") for n, b in ranked)
                 lines.append(f"{pad}   candidates: {shown}")
         if self.ia_plan:
-            lines.append("IA plan:")
+            lines.append("plan steps:")
             lines.extend("  " + l for l in self.ia_plan.splitlines())
         lines.extend(self.notes)
         return "\n".join(lines)

@@ -5,10 +5,14 @@ input (not yet placed: a strategy may lay it out as it likes at no cost).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part
 from ..ia.nodes import IANode, LocalAggregate
+from ..ia.partitioning import Placement
+from ..tra.kernels import Kernel
 
 
 @dataclass
@@ -25,22 +29,22 @@ def sites_of(node: IANode) -> dict:
     return {k: tuple(sorted({t for t, _ in cs})) for k, cs in node.copies.items()}
 
 
-def signature(node: IANode):
+def signature(node: IANode) -> tuple:
     """Where every tuple is: two alternatives with equal signatures are interchangeable downstream."""
-    return hash(tuple(sorted(sites_of(node).items())))
+    return tuple(sorted(sites_of(node).items()))
 
 
-def has_placement(node: IANode, placement) -> bool:
+def has_placement(node: IANode, placement: Placement) -> bool:
     f, s = node.type.frontier, node.s
     return all(len({o for _, o in cs}) == 1 and {t for t, _ in cs} == set(placement.sites(k, f, s))
                for k, cs in node.copies.items())
 
 
-def place(alt: Alt, placement) -> IANode:
+def place(alt: Alt, placement: Placement) -> IANode:
     """``alt`` laid out by ``placement``: re-placed if free, unchanged if already there, else shuffled."""
     node = alt.node
-    if alt.free:
-        return Placed(node.input, placement, node.s)
+    if alt.free:  # a free alternative is an input not yet placed
+        return Placed(cast(Placed, node).input, placement, node.s)
     if has_placement(node, placement):
         return node
     return Shuffle(node, placement)
@@ -49,11 +53,11 @@ def place(alt: Alt, placement) -> IANode:
 def broadcast(alt: Alt) -> IANode:
     node = alt.node
     if alt.free:
-        node = Placed(node.input, part(range(node.type.key_arity), node.type.frontier), node.s)
+        node = Placed(cast(Placed, node).input, part(range(node.type.key_arity), node.type.frontier), node.s)
     return Broadcast(node)
 
 
-def align(alt: Alt, target: IANode, target_keys, alt_keys) -> IANode:
+def align(alt: Alt, target: IANode, target_keys: Sequence[int], alt_keys: Sequence[int]) -> IANode:
     """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it joins with
     (``target_keys`` of the target's key equal ``alt_keys`` of ours)."""
     want: dict = {}
@@ -64,9 +68,9 @@ def align(alt: Alt, target: IANode, target_keys, alt_keys) -> IANode:
     return place(alt, SiteMap(mapping))
 
 
-def partitioned_by(node: IANode, dims) -> bool:
+def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
     """True when all tuples agreeing on key[dims] sit on one common site, once each."""
-    home = {}
+    home: dict[tuple[int, ...], int] = {}
     for k, cs in node.copies.items():
         sites = {t for t, _ in cs}
         if len(cs) != 1:
@@ -76,11 +80,13 @@ def partitioned_by(node: IANode, dims) -> bool:
     return True
 
 
-def finish_aggregate(child: IANode, group_by, kernel, two_phase_ok=True):
+def finish_aggregate(child: IANode, group_by: Sequence[int], kernel: Kernel,
+                     two_phase_ok: bool = True) -> tuple[LocalAggregate, str]:
     """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first."""
     if partitioned_by(child, group_by):
         return LocalAggregate(child, group_by, kernel), "local"
-    if two_phase_ok and kernel.associative and kernel.commutative:
+    single = all(len(cs) == 1 for cs in child.copies.values())  # replicas would be folded twice
+    if two_phase_ok and single and kernel.associative and kernel.commutative:
         pre = LocalAggregate(child, group_by, kernel)
         g = tuple(range(len(group_by)))
         if partitioned_by(pre, g):

@@ -1,30 +1,41 @@
 """Plan search: a dynamic programme over TRA nodes and the layouts of their results.
 
 For each TRA node (children first) and each kept alternative of its children, every
-applicable strategy builds an IA sub-plan; the one cost model prices the whole
-sub-plan (so repartitioning between operators is priced exactly, as EinDecomp's edge
-costs). Per node we keep the cheapest alternative for each distinct result layout
-(where every tuple sits), at most ``keep`` of them: EinDecomp's M[v, d] table with
-concrete layouts as the d. A consumer may thus take a costlier producer plan that is
-already laid out as it needs. Greedy planning (the cheapest plan per operator) is one
-path through this table, so the result is never worse than greedy.
+applicable strategy is costed in closed form (``candidates``, from the children's layouts;
+no block product is enumerated). Per node we keep the cheapest alternative for each
+distinct result layout, at most ``keep`` of them: EinDecomp's M[v, d] table with concrete
+layouts as the d. A consumer may thus take a costlier producer plan that is already laid
+out as it needs. Greedy planning (the cheapest plan per operator) is one path through this
+table, so the result is never worse than greedy under the objective.
 
-Sub-expressions with several consumers are planned once per kept layout and costed
-once in the final DAG (shared IA nodes are walked once).
+The objective is predicted time (``cost.Rates``): bytes over bandwidth, tasks times the
+per-task overhead, and the busiest site's flops over the compute rate. Ties go to fewer
+bytes, then lower peak memory, then the strategy preference order.
 
-Cost: O(nodes × keep² × strategies) sub-plan costings, each linear in the sub-plan's
-tuples; metadata only, no chunk is touched.
+Several roots are planned as one DAG: ``search`` takes a tuple of roots, shared nodes are
+planned once, and with ``one_layout`` every node is computed in one layout (consumers that
+would like another one pay a move instead of a recomputation).
+
+Cost: O(nodes × keep² × strategies) candidate costings, each linear in the keys of the
+operator's inputs and outputs (and in grid cells).
 """
 from __future__ import annotations
 
+import builtins
 from collections import Counter
+from dataclasses import dataclass, field
 
-from ..ia import Placed, SiteMap, part
+import numpy as np
+
 from ..tra import expr as tra
+from ..tra.dag import walk_many
 from ..tra.errors import TRAError
-from . import strategies as S
-from .cost import evaluate_cost
-from .layout import Alt, signature
+from ..tra.kernels import Einsum
+from . import candidates as C
+from .cost import Rates
+from .strategies import is_contraction
+from .symbolic import View, grid_layout, sitemap_layout
+from ..ia.partitioning import part
 
 PREFERENCE = ("local", "bmm", "cmm", "rmm", "copart", "align-left", "align-right",
               "bcast-left", "bcast-right", "two-phase", "shuffle")
@@ -35,101 +46,158 @@ class MemoryLimitError(TRAError):
 
 
 def kind_of(node) -> str:
-    if S.is_contraction(node):
-        k = node.child.kernel.name
-        return "matmul" if k == "matmul" else ("einsum" if k.startswith("einsum") else "contraction")
+    if is_contraction(node):
+        k = node.child.kernel
+        if isinstance(k, Einsum):
+            return "matmul" if k.is_matmul else "einsum"
+        return "contraction"
     return type(node).__name__.lower()
 
 
-def search(expr, s: int, placements=None, memory_limit=None, force=None, keep=6):
-    """Best Alt for ``expr`` on ``s`` sites. ``placements``: input name -> {key: sites}."""
+@dataclass(eq=False)
+class Alt:
+    """One way to compute a TRA node: a strategy over chosen alternatives of its inputs.
+
+    ``layout`` is where its result sits; the totals are over the sub-plan (a shared
+    sub-plan counted once per use: the search's estimate; ``final_costs`` is exact)."""
+
+    node: object
+    strategy: str
+    inputs: tuple
+    cand: object
+    layout: np.ndarray
+    free: bool = False
+    placement: object = None  # inputs: the SiteMap of data already placed
+    bytes: int = 0
+    tasks: int = 0
+    # always given (every Alt is built with them); the None default only keeps the field order
+    flops: np.ndarray = None  # type: ignore[assignment]
+    peak: np.ndarray = None  # type: ignore[assignment]
+    seconds: float = 0.0
+    table: dict = field(default_factory=dict)  # candidate -> (bytes, seconds)
+
+    @property
+    def children(self) -> tuple:
+        return self.inputs
+
+    @property
+    def signature(self) -> builtins.bytes:  # builtins: the field ``bytes`` shadows the type here
+        """Where every tuple is, by value: alternatives with equal signatures are interchangeable."""
+        return np.packbits(self.layout).tobytes() + bytes(str(self.layout.shape), "ascii")
+
+
+def fused_joins(order) -> set:
+    """ids of Joins planned inside the contraction that consumes them (their only consumer)."""
+    consumers = Counter(id(c) for n in order for c in n.children)
+    return {id(n.child) for n in order if is_contraction(n) and consumers[id(n.child)] == 1}
+
+
+def inputs_of(node, kind):
+    return node.child.children if kind in ("matmul", "einsum", "contraction") else node.children
+
+
+def search(roots, s, placements=None, memory_limit=None, force=None, keep=6, rates=None, one_layout=False):
+    """{id(root): best Alt} for each root; every TRA node planned once per kept layout."""
     placements = placements or {}
-    consumers = Counter(id(c) for n in expr.walk() for c in n.children)
-    fused = {id(n.child) for n in expr.walk() if S.is_contraction(n) and consumers[id(n.child)] == 1}
+    rates = rates or Rates()
+    order = walk_many(roots)
+    fused = fused_joins(order)
     alts = {}
-    for node in expr.walk():
+    for node in order:
         if id(node) in fused:
             continue
         if isinstance(node, tra.Input):
-            alts[id(node)] = [_input_alt(node, s, placements)]
+            alts[id(node)] = [input_alt(node, s, placements)]
             continue
-        alts[id(node)] = _plan_node(node, alts, s, memory_limit, force, keep)
-    return alts[id(expr)][0]
+        alts[id(node)] = plan_node(node, alts, s, memory_limit, force, keep, rates)
+    if one_layout:
+        alts = _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates)
+    return {id(r): alts[id(r)][0] for r in roots}, alts
 
 
-def _input_alt(node, s, placements):
+def input_alt(node, s, placements) -> Alt:
+    f = node.type.frontier
     if node.name in placements:
         mapping = {tuple(k): tuple(v) for k, v in placements[node.name].items()}
-        return Alt(Placed(node, SiteMap(mapping), s), free=False, strategy="placed")
-    return Alt(Placed(node, part(range(node.type.key_arity), node.type.frontier), s), free=True,
-               strategy="free")
+        return Alt(node, "placed", (), None, sitemap_layout(mapping, f, s), placement=mapping,
+                   flops=np.zeros(s), peak=np.zeros(s, np.int64))
+    return Alt(node, "free", (), None, grid_layout(part(range(len(f)), f), f, s), free=True,
+               flops=np.zeros(s), peak=np.zeros(s, np.int64))
 
 
-def _plan_node(node, alts, s, memory_limit, force, keep):
-    kind = kind_of(node)
+def views_of(alts, present=None) -> list:
+    """One View per distinct input alternative (``present``: copies already made, by alt id)."""
+    made = {}
+    for a in alts:
+        if id(a) not in made:
+            p = a.layout if present is None or a.free else present[id(a)]
+            made[id(a)] = View(a.node.type, a.layout, p, a.free)
+    return [made[id(a)] for a in alts]
+
+
+def candidates(node, kind, views, s, only=None) -> dict:
     if kind in ("matmul", "einsum", "contraction"):
-        inputs = node.child.children
-    else:
-        inputs = node.children
-    options = []
-    rejected = {}
-    for combo in _combos([alts[id(c)] for c in inputs]):
-        cands = _candidates(node, kind, combo, s)
-        wanted = _forced(force, kind)
-        if wanted is not None:
-            if wanted not in cands:
-                raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; "
-                               f"candidates are {sorted(cands)}")
-        costs = {name: evaluate_cost(root) for name, root in cands.items()}
-        table = {name: c.bytes_moved for name, c in costs.items()}
-        for name, root in cands.items():
+        return C.contraction(node, views[0], views[1], s, only)
+    if isinstance(node, tra.Join):
+        return C.join_alone(node, views[0], views[1], s, only)
+    if isinstance(node, tra.Aggregate):
+        return C.aggregate_alone(node, views[0], s, only)
+    if isinstance(node, tra.Concat):
+        return C.concat(node, views[0], s, only)
+    return C.per_tuple(node, views[0], s, only)
+
+
+def plan_node(node, alts, s, memory_limit, force, keep, rates):
+    kind = kind_of(node)
+    options, rejected = [], {}
+    wanted = forced(force, kind)
+    for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)]):
+        cands = candidates(node, kind, views_of(combo), s)
+        if wanted is not None and wanted not in cands:
+            raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; "
+                           f"candidates are {sorted(cands)}")
+        made = {name: combine(node, name, c, combo, rates) for name, c in cands.items()}
+        table = {name: (a.bytes, a.seconds) for name, a in made.items()}
+        for name, a in made.items():
             if wanted is not None and name != wanted:
                 continue
-            c = costs[name]
-            if memory_limit is not None and c.max_peak > memory_limit:
-                rejected[name] = c.max_peak
+            if memory_limit is not None and a.peak.max() > memory_limit:
+                rejected[name] = int(a.peak.max())
                 continue
-            notes = {}
-            for a in combo:
-                notes.update(a.notes)
-            notes[id(node)] = (node, kind, name, table, c)
-            options.append(Alt(root, strategy=name, notes=notes, cost=c))
+            a.table = table
+            options.append(a)
     if not options:
         need = min(rejected.values())
         raise MemoryLimitError(f"{node.describe()} ({kind}): no plan fits {memory_limit:,} bytes per site; "
                                f"the smallest needs {need:,} bytes on its busiest site "
                                f"(strategies tried: {', '.join(sorted(rejected))})")
-    options.sort(key=_rank)
+    options.sort(key=rank)
     best, seen = [], set()
     for a in options:
-        sig = signature(a.node)
-        if sig not in seen:
-            seen.add(sig)
+        if a.signature not in seen:
+            seen.add(a.signature)
             best.append(a)
         if len(best) == keep:
             break
     return best
 
 
-def _rank(alt):
+def combine(node, name, cand, combo, rates) -> Alt:
+    flops = cand.flops + sum((a.flops for a in combo), 0)
+    peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
+    nbytes = cand.moved + sum(a.bytes for a in combo)
+    tasks = cand.tasks + sum(a.tasks for a in combo)
+    return Alt(node, name, tuple(combo), cand, cand.layout, bytes=nbytes, tasks=tasks, flops=flops, peak=peak,
+               seconds=rates.seconds(nbytes, tasks, flops))
+
+
+def rank(alt):
     name = alt.strategy
     pref = PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE)
-    return (alt.cost.bytes_moved, alt.cost.max_peak, pref, name)
+    return (round(alt.seconds, 9), alt.bytes, int(alt.peak.max()), pref, name)
 
 
-def _candidates(node, kind, combo, s):
-    if kind in ("matmul", "einsum", "contraction"):
-        return S.contraction(node, combo[0], combo[1], s)
-    if isinstance(node, tra.Join):
-        return S.join_alone(node, combo[0], combo[1])
-    if isinstance(node, tra.Aggregate):
-        return S.aggregate_alone(node, combo[0])
-    if isinstance(node, tra.Concat):
-        return S.concat(node, combo[0])
-    return S.per_tuple(node, combo[0])
-
-
-def _forced(force, kind):
+def forced(force, kind):
     if force is None:
         return None
     if isinstance(force, str):
@@ -138,10 +206,49 @@ def _forced(force, kind):
 
 
 def _combos(lists):
-    if not lists:
-        yield ()
-        return
-    head, *rest = lists
-    for a in head:
-        for tail in _combos(rest):
-            yield (a,) + tail
+    out: list[tuple] = [()]
+    for options in lists:
+        out = [c + (a,) for c in out for a in options]
+    return out
+
+
+def chosen(roots) -> list:
+    """The alternatives a plan uses, children first, each once."""
+    return walk_many(roots)
+
+
+def _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates):
+    """Restrict every node that the best plan computes in several layouts to one of them, the
+    node earliest in topological order first, keeping the cheapest restriction."""
+    fixed: dict[str, int] = {}  # str(id(node)) -> index of the alternative it is restricted to
+    while True:
+        best = [alts[id(r)][0] for r in roots]
+        used = Counter(id(a.node) for a in chosen(best) if not isinstance(a.node, tra.Input))
+        node = next((n for n in order if used.get(id(n), 0) > 1), None)
+        if node is None:
+            return alts
+        hits = [i for i, a in enumerate(alts[id(node)]) if any(a is b for b in chosen(best))]
+        trials = []
+        for i in hits:
+            trial = dict(fixed, **{str(id(node)): i})
+            a = _research(order, fused, alts, s, memory_limit, force, keep, rates, trial)
+            total = sum(a[id(r)][0].seconds for r in roots)
+            trials.append((total, i, trial, a))
+        _, _, fixed, alts = min(trials, key=lambda t: (t[0], t[1]))
+
+
+def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed):
+    out = {}
+    for node in order:
+        if id(node) in fused:
+            continue
+        if isinstance(node, tra.Input):
+            out[id(node)] = alts[id(node)]
+            continue
+        options = plan_node(node, out, s, memory_limit, force, keep, rates)
+        i = fixed.get(str(id(node)))
+        out[id(node)] = options if i is None else [options[min(i, len(options) - 1)]]
+    return out
+
+
+__all__ = ["search", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]

@@ -63,43 +63,47 @@ def _grid_join(join, left: Alt, right: Alt, grid: Grid):
                      join.kernel)
 
 
-def contraction(agg, left: Alt, right: Alt, s: int, eindecomp=True) -> dict:
-    """name -> IA root of the Aggregate, for each applicable strategy."""
+def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> dict:
+    """name -> IA root of the Aggregate, for each applicable strategy (``only``: just that one;
+    ``bside``: the side bmm broadcasts, else the one that moves fewer bytes)."""
     join, kernel, g = agg.child, agg.kernel, agg.group_by
     out = join.type.frontier
     cands = {}
 
+    def want(name):
+        return only is None or only == name
+
     def finish(joined):
         return finish_aggregate(joined, g, kernel)[0]
 
-    # bmm: broadcast one side; the other side partitioned by its group-by (output) dims
-    bm = {}
-    for bside in ("left", "right"):
-        other, odims = (right, range(right.node.type.key_arity)) if bside == "left" else (
-            left, range(left.node.type.key_arity))
-        pos = [join.right_out[d] for d in odims] if bside == "left" else list(odims)
-        keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
-        onode = place(other, part(keep, other.node.type.frontier))
-        bnode = broadcast(left if bside == "left" else right)
-        l, r = (bnode, onode) if bside == "left" else (onode, bnode)
-        bm[bside] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
-    cands["bmm"] = min(bm.values(), key=_bytes)
-    # cmm: co-partition on the join keys
+    if want("bmm"):  # broadcast one side; the other partitioned by its group-by (output) dims
+        bm = {}
+        for side in ("left", "right"):
+            if bside not in (None, side):
+                continue
+            other, odims = (right, range(right.node.type.key_arity)) if side == "left" else (
+                left, range(left.node.type.key_arity))
+            pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
+            keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
+            onode = place(other, part(keep, other.node.type.frontier))
+            bnode = broadcast(left if side == "left" else right)
+            l, r = (bnode, onode) if side == "left" else (onode, bnode)
+            bm[side] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
+        cands["bmm"] = min(bm.values(), key=_bytes) if len(bm) > 1 else next(iter(bm.values()))
     lk, rk = join.left_keys, join.right_keys
-    if lk:
+    if lk and want("cmm"):  # co-partition on the join keys
         l = place(left, part(lk, left.node.type.frontier))
         r = place(right, part(rk, right.node.type.frontier))
         cands["cmm"] = finish(LocalJoin(l, r, lk, rk, join.kernel))
-    # align: keep a placed side where it is, bring the other to its partners
     for fixed, moving, side in ((left, right, "right"), (right, left, "left")):
-        if not fixed.free:
+        if not fixed.free and want(f"align-{side}"):  # keep a placed side, bring the other to it
             joined = _align_join(join, fixed.node, moving, lk, rk, side)
             if joined is not None:
                 cands[f"align-{side}"] = finish(joined)
-    # rmm: replicate onto the output-block grid
-    cands["rmm"] = finish(_grid_join(join, left, right, part(g, out)))
-    if eindecomp:
-        for d in partition_vectors(out, s):
+    if want("rmm"):  # replicate onto the output-block grid
+        cands["rmm"] = finish(_grid_join(join, left, right, part(g, out)))
+    for d in partition_vectors(out, s):
+        if want(f"d={list(d)}"):
             dims = tuple(i for i, x in enumerate(d) if x > 1)
             grid = Grid(dims, tuple(d[i] for i in dims))
             cands[f"d={list(d)}"] = finish(_grid_join(join, left, right, grid))

@@ -1,12 +1,24 @@
-"""Walking expression DAGs (TRA and IA nodes alike: anything with ``children``)."""
+"""Walking and printing expression DAGs (TRA and IA nodes alike: anything with ``children``).
+
+Every function here is iterative and visits a shared node once, so deep expressions (a
+chain of thousands of operators) never hit Python's recursion limit, and a DAG whose
+nodes are reused (iterative code: ``w = w - lr * grad(w)``) costs its size, not the size
+of the tree it unfolds to.
+"""
 from __future__ import annotations
+
+from collections import Counter
 
 
 def walk(root) -> list:
-    """Every node reachable from ``root`` once, children before parents (iterative: deep
-    expressions do not hit Python's recursion limit)."""
+    """Every node reachable from ``root`` once, children before parents."""
+    return walk_many((root,))
+
+
+def walk_many(roots) -> list:
+    """Every node reachable from any of ``roots`` once, children before parents."""
     seen, order = set(), []
-    stack = [(root, False)]
+    stack = [(r, False) for r in reversed(tuple(roots))]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -18,3 +30,54 @@ def walk(root) -> list:
         stack.append((node, True))
         stack.extend((c, False) for c in reversed(node.children) if id(c) not in seen)
     return order
+
+
+def shared_nodes(order) -> set:
+    """ids of the nodes of ``order`` (a walk) that have more than one consumer."""
+    uses = Counter(id(c) for n in order for c in n.children)
+    return {i for i, n in uses.items() if n > 1}
+
+
+def render(root) -> str:
+    """``describe()(children...)`` nested, with a node used more than once written in full the
+    first time as ``#n=...`` and as ``#n`` after that (so the text is linear in the DAG's size)."""
+    shared = shared_nodes(walk(root))
+    labels: dict = {}
+    out = []
+    stack = [root]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        if id(item) in labels:
+            out.append(f"#{labels[id(item)]}")
+            continue
+        if id(item) in shared:
+            labels[id(item)] = len(labels) + 1
+            out.append(f"#{labels[id(item)]}=")
+        out.append(item.describe())
+        if item.children:
+            out.append("(")
+            stack.append(")")
+            for i, c in enumerate(reversed(item.children)):
+                stack.append(c)
+                if i < len(item.children) - 1:
+                    stack.append(", ")
+    return "".join(out)
+
+
+def tree_lines(root) -> list:
+    """One line per node, root first, indented by depth; a shared node's sub-plan is shown
+    once and marked ``(shared, above)`` where it is used again."""
+    lines, seen = [], set()
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            lines.append("  " * depth + node.describe() + " (shared, above)")
+            continue
+        seen.add(id(node))
+        lines.append("  " * depth + node.describe())
+        stack.extend((c, depth + 1) for c in reversed(node.children))
+    return lines

@@ -7,21 +7,26 @@ the type predicts, and wraps kernel failures with the operator and key.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .errors import ChunkShapeError, KernelError, TRAError, fmt_key
 from .expr import Aggregate, Concat, Expr, Filter, Input, Join, ReKey, Tile, Transform
-from .kernels import namespace
+from .kernels import Kernel, namespace
+from .relation import RelationType
+
+Rel = dict[tuple[int, ...], Any]  # {key: chunk}
 
 
-def evaluate(expr: Expr, inputs: dict) -> dict:
+def evaluate(expr: Expr, inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
     """Value of ``expr`` given ``inputs``: input name -> {key: chunk}."""
-    memo: dict = {}
+    memo: dict[int, Rel] = {}
     for node in expr.walk():
         memo[id(node)] = _eval_node(node, [memo[id(c)] for c in node.children], inputs)
     return memo[id(expr)]
 
 
-def check_relation(rel: dict, type_, who: str):
+def check_relation(rel: Mapping[tuple[int, ...], Any], type_: RelationType, who: str) -> None:
     """Keys and chunk shapes of ``rel`` must match ``type_`` exactly."""
     expected = set(type_.iter_keys())
     got = set(rel)
@@ -36,7 +41,7 @@ def check_relation(rel: dict, type_, who: str):
                                   f"metadata says {want}")
 
 
-def apply_kernel(node, kernel, chunks, key):
+def apply_kernel(node: Any, kernel: Kernel, chunks: Sequence[Any], key: tuple[int, ...]) -> Any:
     """Run a kernel, naming the operator and key if it raises or returns a wrong shape."""
     try:
         out = kernel(*chunks)
@@ -50,7 +55,7 @@ def apply_kernel(node, kernel, chunks, key):
     return out
 
 
-def _eval_node(node, args, inputs):
+def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
     if isinstance(node, Input):
         if node.name not in inputs:
             raise TRAError(f"{node.describe()}: no data supplied")
@@ -64,7 +69,7 @@ def _join(node: Join, left, right):
     index = defaultdict(list)
     for rk, rc in right.items():
         index[tuple(rk[d] for d in node.right_keys)].append((rk, rc))
-    out = {}
+    out: Rel = {}
     for lk, lc in left.items():
         for rk, rc in index.get(tuple(lk[d] for d in node.left_keys), ()):
             key = node.out_key(lk, rk)
@@ -73,7 +78,7 @@ def _join(node: Join, left, right):
 
 
 def _aggregate(node: Aggregate, rel):
-    out = {}
+    out: Rel = {}
     for k in sorted(rel):
         g = tuple(k[d] for d in node.group_by)
         out[g] = rel[k] if g not in out else apply_kernel(node, node.kernel, (out[g], rel[k]), g)
@@ -93,7 +98,7 @@ def _transform(node: Transform, rel):
 
 
 def _tile(node: Tile, rel):
-    out = {}
+    out: Rel = {}
     n, size, dim = node.type.frontier[-1], node.tile_size, node.tile_dim
     for k, v in rel.items():
         for t in range(n):
@@ -110,5 +115,6 @@ def _concat(node: Concat, rel):
     return {g: namespace(*cs).concat(cs, axis=node.array_dim) for g, cs in groups.items()}
 
 
-_EVAL = {Join: _join, Aggregate: _aggregate, ReKey: _rekey, Filter: _filter,
-         Transform: _transform, Tile: _tile, Concat: _concat}
+# the apply function of each operator: (node, *child relations) -> relation
+_EVAL: dict[type, Callable[..., Rel]] = {Join: _join, Aggregate: _aggregate, ReKey: _rekey, Filter: _filter,
+                                         Transform: _transform, Tile: _tile, Concat: _concat}

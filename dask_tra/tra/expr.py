@@ -6,11 +6,14 @@ by identity: reusing one node object is how a DAG shares a sub-expression.
 """
 from __future__ import annotations
 
+import builtins
 import math
+from collections.abc import Iterable
+from typing import NoReturn
 
 import numpy as np
 
-from .dag import walk
+from .dag import render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Kernel
 from .keyfuncs import KeyMap, KeyPred
@@ -20,24 +23,23 @@ from .relation import ChunkAxis, RelationType, infer_axis
 class Expr:
     """Base TRA node. ``children`` are input expressions; ``type`` the output metadata."""
 
-    children: tuple = ()
+    children: tuple[Expr, ...] = ()
     type: RelationType
 
     def describe(self) -> str:
         raise NotImplementedError
 
-    def walk(self):
+    def walk(self) -> list[Expr]:
         """Every node of the DAG once, children before parents."""
         return walk(self)
 
-    def __repr__(self):
-        inner = ", ".join(repr(c) for c in self.children)
-        return f"{self.describe()}({inner})" if inner else self.describe()
+    def __repr__(self) -> str:
+        return render(self)
 
-    def _fail(self, exc_type, msg):
+    def _fail(self, exc_type: builtins.type[Exception], msg: str) -> NoReturn:
         raise exc_type(f"{self.describe()}: {msg}")
 
-    def _dense_input(self, child):
+    def _dense_input(self, child: Expr) -> None:
         child.type.require_continuity(self.describe(), child.describe())
 
 
@@ -47,11 +49,11 @@ class Input(Expr):
     def __init__(self, name: str, type: RelationType):
         self.name, self.type = name, type
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Input[{self.name}]"
 
 
-def _keys_tuple(keys, arity, who):
+def _keys_tuple(keys: Iterable[int], arity: int, who: str) -> tuple[int, ...]:
     keys = tuple(int(k) for k in keys)
     for k in keys:
         if not 0 <= k < arity:
@@ -61,7 +63,7 @@ def _keys_tuple(keys, arity, who):
     return keys
 
 
-def _check_kernel(kernel, arity, who):
+def _check_kernel(kernel: object, arity: int, who: str) -> None:
     if not isinstance(kernel, Kernel):
         raise TRAError(f"{who}: expected a Kernel, got {type(kernel).__name__}")
     if kernel.arity != arity:
@@ -74,7 +76,8 @@ class Join(Expr):
     Output key: all left key dims, then the right key dims not in joinKeysR.
     """
 
-    def __init__(self, left: Expr, right: Expr, left_keys, right_keys, kernel: Kernel):
+    def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int],
+                 kernel: Kernel):
         self.children = (left, right)
         self.left, self.right, self.kernel = left, right, kernel
         who = f"Join({list(left_keys)},{list(right_keys)},{getattr(kernel, 'name', kernel)})"
@@ -91,7 +94,7 @@ class Join(Expr):
                 self._fail(TRAError, f"join key extents disagree: left key dim {a} has {fl[a]} "
                                      f"blocks, right key dim {b} has {fr[b]}")
         kl = left.type.key_arity
-        self.right_out = {}  # right key dim -> output key dim
+        self.right_out: dict[int, int] = {}  # right key dim -> output key dim
         rest = [d for d in range(right.type.key_arity) if d not in self.right_keys]
         for a, b in zip(self.left_keys, self.right_keys):
             self.right_out[b] = a
@@ -107,18 +110,18 @@ class Join(Expr):
         self.type = RelationType(frontier, axes, kernel.out_dtype(left.type.dtype, right.type.dtype),
                                  kernel.out_backend(left.type.backend, right.type.backend))
 
-    def out_key(self, lkey, rkey):
+    def out_key(self, lkey: tuple[int, ...], rkey: tuple[int, ...]) -> tuple[int, ...]:
         rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
         return tuple(lkey) + rest
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Join({list(self.left_keys)},{list(self.right_keys)},{self.kernel.name})"
 
 
 class Aggregate(Expr):
     """Σ(groupByKeys, aggOp): group tuples by the listed key dims and fold their chunks with aggOp."""
 
-    def __init__(self, child: Expr, group_by, kernel: Kernel):
+    def __init__(self, child: Expr, group_by: Iterable[int], kernel: Kernel):
         self.children = (child,)
         self.child, self.kernel = child, kernel
         who = f"Aggregate({list(group_by)},{getattr(kernel, 'name', kernel)})"
@@ -128,7 +131,7 @@ class Aggregate(Expr):
         t = child.type
         mapping = {d: i for i, d in enumerate(self.group_by)}
         frontier = tuple(t.frontier[d] for d in self.group_by)
-        axes = []
+        axes_list = []
         for i, ax in enumerate(t.axes):
             dropped = [d for d in ax.key_dims if d not in mapping]
             if dropped:
@@ -136,8 +139,8 @@ class Aggregate(Expr):
                 if any(d not in mapping for d in ax.key_dims):
                     self._fail(ChunkShapeError, f"chunks folded together differ in extent along "
                                                 f"chunk axis {i} (it varies with key dim {dropped[0]})")
-            axes.append(ax.relabel(mapping))
-        axes = tuple(axes)
+            axes_list.append(ax.relabel(mapping))
+        axes = tuple(axes_list)
         try:
             out = kernel.out_axes(frontier, axes, axes)
         except ChunkShapeError as e:
@@ -146,7 +149,7 @@ class Aggregate(Expr):
             self._fail(TRAError, f"aggregation kernel {kernel.name} must keep the chunk shape")
         self.type = RelationType(frontier, axes, kernel.out_dtype(t.dtype, t.dtype), t.backend)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Aggregate({list(self.group_by)},{self.kernel.name})"
 
 
@@ -157,7 +160,7 @@ class ReKey(Expr):
         self.children = (child,)
         self.child, self.key_fn = child, key_fn
         t = child.type
-        mapped = {}
+        mapped: dict[tuple[int, ...], tuple[int, ...]] = {}
         for k in t.iter_keys():
             nk = key_fn(k)
             if any(v < 0 for v in nk):
@@ -178,7 +181,7 @@ class ReKey(Expr):
         self.type = RelationType(frontier, axes, t.dtype, t.backend,
                                  None if dense else frozenset(mapped))
 
-    def describe(self):
+    def describe(self) -> str:
         return f"ReKey({self.key_fn})"
 
 
@@ -195,7 +198,7 @@ class Filter(Expr):
         axes = tuple(ax.truncate(frontier) for ax in t.axes)
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(kept))
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Filter({self.predicate})"
 
 
@@ -215,7 +218,7 @@ class Transform(Expr):
         self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend),
                                  t.keys)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Transform({self.kernel.name})"
 
 
@@ -245,7 +248,7 @@ class Tile(Expr):
         axes = t.axes[:self.tile_dim] + (new_axis,) + t.axes[self.tile_dim + 1:]
         self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Tile({self.tile_dim},{self.tile_size})"
 
 
@@ -263,7 +266,7 @@ class Concat(Expr):
         self._dense_input(child)
         kd = self.key_dim
         mapping = {d: d - (d > kd) for d in range(t.key_arity) if d != kd}
-        axes = []
+        axes: list[ChunkAxis] = []
         for i, ax in enumerate(t.axes):
             if i == self.array_dim:
                 if kd in ax.key_dims:
@@ -281,7 +284,7 @@ class Concat(Expr):
         frontier = tuple(f for d, f in enumerate(t.frontier) if d != kd)
         self.type = RelationType(frontier, tuple(axes), t.dtype, t.backend)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Concat({self.key_dim},{self.array_dim})"
 
 

@@ -10,6 +10,10 @@ Kernels never import a chunk library. Their inputs are aligned first (``backends
 NumPy operands such as parameter chunks join the other operands' library and device), and
 on non-NumPy chunks the output is cast to the dtype the metadata (NumPy's rules) promises,
 so a torch or CuPy chunk always has the dtype ``out_dtype`` says.
+
+Kernels are data: module-level classes whose fields (operation, constants, axes) say what
+they compute. They pickle with the standard ``pickle`` and compare equal by value; a kernel
+that needs a function holds a module-level one, with its constants bound by ``Bound``.
 """
 from __future__ import annotations
 
@@ -26,6 +30,67 @@ from .relation import ChunkAxis, unify_axes
 def namespace(*chunks):
     """The Array API namespace (numpy, cupy, torch, ...) of some chunks."""
     return backends.namespace(*chunks)
+
+
+def frozen(value):
+    """A hashable stand-in for ``value`` that is equal exactly when the values are
+    (arrays by dtype, shape and contents; dicts, lists and sets by their items; NaN equals NaN)."""
+    if isinstance(value, (float, complex, np.inexact)) and value != value:
+        return ("nan", type(value).__name__)
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((frozen(k), frozen(v)) for k, v in value.items()), key=repr)))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(frozen(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(frozen(v) for v in value))
+    return value
+
+
+class Bound:
+    """``fn(*params, *args)``: a module-level function with its leading parameters bound.
+    Like ``functools.partial``, but compared by value (``fn`` and the parameters)."""
+
+    __slots__ = ("fn", "params")
+
+    def __init__(self, fn, *params):
+        self.fn, self.params = fn, params
+
+    def __call__(self, *args):
+        return self.fn(*self.params, *args)
+
+    def __eq__(self, other):
+        return isinstance(other, Bound) and self.fn == other.fn and frozen(self.params) == frozen(other.params)
+
+    def __hash__(self):
+        return hash((self.fn, frozen(self.params)))
+
+    def __reduce__(self):
+        return (Bound, (self.fn, *self.params))
+
+    def __repr__(self):
+        return f"{getattr(self.fn, '__qualname__', self.fn)}{self.params}"
+
+
+def first_axes(frontier, axes, *others):
+    """Output chunk axes = those of the first input."""
+    return tuple(axes)
+
+
+def second_axes(frontier, _, axes, *others):
+    """Output chunk axes = those of the second input."""
+    return tuple(axes)
+
+
+def with_axis(axis, new, frontier, axes, *others):
+    """Output chunk axes = the first input's, with chunk axis ``axis`` replaced by ``new``."""
+    return tuple(new if i == axis else a for i, a in enumerate(axes))
+
+
+def kernel_axes(kernel, frontier, *in_axes):
+    """Output chunk axes = those ``kernel`` would give (bind it: ``Bound(kernel_axes, k)``)."""
+    return tuple(kernel.out_axes(frontier, *in_axes))
 
 
 def _in_dtypes(chunks):
@@ -64,6 +129,12 @@ class Kernel:
         """The backend name of the output chunks: the inputs' non-NumPy library, if any (NumPy
         operands such as parameter relations join it). Conversion kernels override this."""
         return next((b for b in in_backends if b != "numpy"), "numpy")
+
+    def __eq__(self, other):
+        return type(other) is type(self) and frozen(vars(self)) == frozen(vars(other))
+
+    def __hash__(self):
+        return hash((type(self).__name__, frozen(vars(self))))
 
     def __repr__(self):
         return self.name
@@ -129,18 +200,49 @@ class Elementwise(Kernel):
         return hash(("elementwise", self.name))
 
 
-add = Elementwise("add", lambda xp, a, b: a + b, 2, associative=True, commutative=True,
-                  distributes_over={"maximum", "minimum"})
-sub = Elementwise("subtract", lambda xp, a, b: a - b, 2)
-mul = Elementwise("multiply", lambda xp, a, b: a * b, 2, associative=True, commutative=True,
+def _add(xp, a, b):
+    return a + b
+
+
+def _subtract(xp, a, b):
+    return a - b
+
+
+def _multiply(xp, a, b):
+    return a * b
+
+
+# NumPy's maximum/minimum (complex numbers ordered lexicographically, NaN propagating) and
+# fmax/fmin (NaN ignoring) in every library: the Array API's (and torch's) refuse complex operands
+def _maximum(xp, a, b):
+    return backends.numpy_like(a, b).maximum(a, b)
+
+
+def _minimum(xp, a, b):
+    return backends.numpy_like(a, b).minimum(a, b)
+
+
+def _fmax(xp, a, b):
+    return backends.numpy_like(a, b).fmax(a, b)
+
+
+def _fmin(xp, a, b):
+    return backends.numpy_like(a, b).fmin(a, b)
+
+
+def _same(xp, a):
+    return a
+
+
+add = Elementwise("add", _add, 2, associative=True, commutative=True, distributes_over={"maximum", "minimum"})
+sub = Elementwise("subtract", _subtract, 2)
+mul = Elementwise("multiply", _multiply, 2, associative=True, commutative=True,
                   distributes_over={"add", "subtract"})
-# NumPy's maximum/minimum (complex numbers ordered lexicographically, NaN propagating) in
-# every library: the Array API's (and torch's) refuse complex operands
-maximum = Elementwise("maximum", lambda xp, a, b: backends.numpy_like(a, b).maximum(a, b), 2,
-                      associative=True, commutative=True, distributes_over={"minimum"})
-minimum = Elementwise("minimum", lambda xp, a, b: backends.numpy_like(a, b).minimum(a, b), 2,
-                      associative=True, commutative=True, distributes_over={"maximum"})
-identity = Elementwise("identity", lambda xp, a: a, 1)
+maximum = Elementwise("maximum", _maximum, 2, associative=True, commutative=True, distributes_over={"minimum"})
+minimum = Elementwise("minimum", _minimum, 2, associative=True, commutative=True, distributes_over={"maximum"})
+fmax = Elementwise("fmax", _fmax, 2, associative=True, commutative=True)
+fmin = Elementwise("fmin", _fmin, 2, associative=True, commutative=True)
+identity = Elementwise("identity", _same, 1)
 identity.identity_map = True
 
 AGGREGATORS = {k.name: k for k in (add, mul, maximum, minimum)}
@@ -170,7 +272,8 @@ class Einsum(Kernel):
         self.aggregate = aggregate or add
         custom = combine is not None or aggregate is not None
         self.plain = not custom  # decided here: identity checks do not survive pickling
-        self.name = "matmul" if self.subscripts == "ik,kj->ij" and not custom else (
+        self.is_matmul = self.subscripts == "ik,kj->ij" and not custom
+        self.name = "matmul" if self.is_matmul else (
             f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
         # the kernel folds its summed letters with ``aggregate``; folding partial results
         # (across blocks) with the same associative aggregate is exact
@@ -188,7 +291,7 @@ class Einsum(Kernel):
 
     def _run(self, b, chunks):
         if self.plain:
-            if self.name == "matmul":
+            if self.is_matmul:
                 return b.matmul(chunks[0], chunks[1])
             return b.einsum(self.subscripts, *chunks)
         return self._extended(b.xp, *chunks)
@@ -208,7 +311,7 @@ class Einsum(Kernel):
         return xp.permute_dims(c, perm) if perm != tuple(range(len(perm))) else c
 
     def out_axes(self, frontier, *in_axes):
-        by_label = {}
+        by_label: dict[str, ChunkAxis] = {}
         for labels, axes in zip(self.inputs, in_axes):
             if len(labels) != len(axes):
                 raise ChunkShapeError(f"{self.name}: chunk of rank {len(axes)} for subscripts {labels!r}")
@@ -218,7 +321,7 @@ class Einsum(Kernel):
         return tuple(by_label[l] for l in self.output)
 
     def flops(self, *shapes):
-        ext = {}
+        ext: dict[str, int] = {}
         for labels, shape in zip(self.inputs, shapes):
             ext.update(zip(labels, shape))
         contracted = any(l not in self.output for l in ext)
@@ -306,15 +409,17 @@ class Custom(Kernel):
         return np.dtype(self._dtype) if self._dtype is not None else np.result_type(*dtypes)
 
 
+def _diag(a):
+    b = backends.backend_of(a)
+    return a * b.np(b.device_of(a)).eye(a.shape[0], dtype=b.dtype_of(a))
+
+
 def diag_kernel():
     """The papers' ``diag``: keep a square chunk's diagonal as a diagonal matrix."""
-    def fn(a):
-        b = backends.backend_of(a)
-        n = a.shape[0]
-        return a * b.np(b.device_of(a)).eye(n, dtype=b.dtype_of(a))
-    return Custom("diag", fn)
+    return Custom("diag", _diag)
 
 
-__all__ = ["Kernel", "Elementwise", "Einsum", "Reduce", "Custom", "add", "sub", "mul",
-           "maximum", "minimum", "identity", "matmul", "AGGREGATORS", "namespace",
-           "diag_kernel"]
+__all__ = ["Kernel", "Elementwise", "Einsum", "Reduce", "Custom", "Bound", "frozen", "first_axes",
+           "second_axes", "with_axis", "kernel_axes", "add", "sub", "mul", "maximum", "minimum", "fmax", "fmin",
+           "identity",
+           "matmul", "AGGREGATORS", "namespace", "diag_kernel"]

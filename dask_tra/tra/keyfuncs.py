@@ -1,13 +1,16 @@
 """Key functions for ReKey and key predicates for Filter.
 
-They are plain callables with a name for display, plus optional structure that
-rules can use: a key map that only selects/permutes dims, or a predicate that
-reads only some dims.
+They are callables with a name for display, plus optional structure that rules can use: a
+key map that only selects/permutes dims, or a predicate that reads only some dims. The
+functions inside are module-level (with constants bound by ``Bound``: dim lists, lookup
+tables), so key maps and predicates pickle and compare by value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+
+from .kernels import Bound
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,19 @@ class KeyMap:
     @classmethod
     def selecting(cls, dims) -> "KeyMap":
         dims = tuple(int(d) for d in dims)
-        return cls(lambda k: tuple(k[d] for d in dims), f"key{list(dims)}", dims)
+        return cls(Bound(select_dims, dims), f"key{list(dims)}", dims)
+
+    @classmethod
+    def table(cls, table: dict, name: str) -> "KeyMap":
+        """The map given by its table {key: new key} (keys as tuples)."""
+        return cls(Bound(lookup, table), name)
+
+    @classmethod
+    def compose(cls, outer: "KeyMap", inner: "KeyMap") -> "KeyMap":
+        """``key -> outer(inner(key))``; a selection when both are."""
+        select = (None if outer.select is None or inner.select is None
+                  else tuple(inner.select[d] for d in outer.select))
+        return cls(Bound(composed, outer, inner), f"{outer}∘{inner}", select)
 
     def __str__(self):
         return self.name
@@ -41,9 +56,64 @@ class KeyPred:
     def __call__(self, key) -> bool:
         return bool(self.fn(key))
 
+    @classmethod
+    def conjunction(cls, first: "KeyPred", then: "KeyPred") -> "KeyPred":
+        """``then(k) and first(k)``: ``then`` is tested first, as when it was the inner filter."""
+        dims = None if first.dims is None or then.dims is None else first.dims | then.dims
+        return cls(Bound(both, first, then), f"{first}∧{then}", dims)
+
+    @classmethod
+    def reindexed(cls, pred: "KeyPred", source: dict, arity: int) -> "KeyPred":
+        """``pred`` read through a dim map: it sees a key of ``arity`` dims whose dim d is
+        ``key[source[d]]``. Dims outside ``source`` read 0, so ``pred`` must not read them."""
+        dims = None if pred.dims is None else frozenset(source[d] for d in pred.dims)
+        return cls(Bound(read_through, pred, source, arity), pred.name, dims)
+
     def __str__(self):
         return self.name
 
 
-is_eq = KeyPred(lambda k: k[0] == k[1], "isEq", frozenset({0, 1}))
+# ---------------------------------------------------------------- the functions inside
+
+def select_dims(dims, key):
+    """``key[dims]``; a None dim gives 0 (a new dim of extent 1)."""
+    return tuple(0 if d is None else key[d] for d in dims)
+
+
+def lookup(table, key):
+    """``table[key]``."""
+    return table[tuple(key)]
+
+
+def replace_dim(axis, table, key):
+    """``key`` with dim ``axis`` replaced by ``table[key[axis]]``."""
+    return key[:axis] + (table[key[axis]],) + key[axis + 1:]
+
+
+def composed(outer, inner, key):
+    return outer(inner(key))
+
+
+def dims_equal(pairs, key) -> bool:
+    """``key[d] == key[e]`` for every (d, e) in ``pairs``."""
+    return all(key[d] == key[e] for d, e in pairs)
+
+
+def dims_in(dims, allowed, key) -> bool:
+    """``key[dims]`` (one dim: ``key[dim]``) is one of ``allowed``."""
+    return (key[dims[0]] if len(dims) == 1 else tuple(key[d] for d in dims)) in allowed
+
+
+def both(first, then, key) -> bool:
+    return then(key) and first(key)
+
+
+def read_through(pred, source, arity, key) -> bool:
+    full = [0] * arity
+    for d, s in source.items():
+        full[d] = key[s]
+    return pred(tuple(full))
+
+
+is_eq = KeyPred(Bound(dims_equal, ((0, 1),)), "isEq", frozenset({0, 1}))
 get_key0 = KeyMap.selecting((0,))

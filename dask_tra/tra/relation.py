@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
+
+Key = tuple[int, ...]
 
 
 class ChunkAxis:
@@ -26,7 +31,7 @@ class ChunkAxis:
 
     __slots__ = ("key_dims", "sizes")
 
-    def __init__(self, key_dims, sizes):
+    def __init__(self, key_dims: Iterable[int], sizes: ArrayLike):
         sizes = np.asarray(sizes, dtype=np.int64)
         key_dims = tuple(int(d) for d in key_dims)
         if sizes.ndim != len(key_dims):
@@ -46,11 +51,11 @@ class ChunkAxis:
         return cls((), np.int64(n))
 
     @classmethod
-    def along(cls, key_dim: int, sizes) -> "ChunkAxis":
+    def along(cls, key_dim: int, sizes: Iterable[int]) -> "ChunkAxis":
         """An axis whose extent follows one key dim (a dask chunk tuple)."""
         return cls((key_dim,), tuple(sizes)).simplified()
 
-    def size_at(self, key) -> int:
+    def size_at(self, key: Sequence[int]) -> int:
         return int(self.sizes[tuple(key[d] for d in self.key_dims)])
 
     @property
@@ -70,7 +75,7 @@ class ChunkAxis:
                 del dims[i]
         return ChunkAxis(dims, sizes)
 
-    def relabel(self, mapping: dict) -> "ChunkAxis":
+    def relabel(self, mapping: Mapping[int, int]) -> "ChunkAxis":
         """Rename key dims (old -> new); two old dims mapped to one new dim take their diagonal."""
         new = [mapping[d] for d in self.key_dims]
         if len(set(new)) == len(new):
@@ -80,14 +85,14 @@ class ChunkAxis:
         out = "".join(chr(97 + i) for i in range(len(uniq)))
         return ChunkAxis(uniq, np.einsum(f"{sub}->{out}", self.sizes))
 
-    def dense(self, frontier) -> np.ndarray:
+    def dense(self, frontier: Sequence[int]) -> np.ndarray:
         """Extents broadcast to the full key grid (shape == frontier)."""
         shape = [1] * len(frontier)
         for d, n in zip(self.key_dims, self.sizes.shape):
             shape[d] = n
         return np.broadcast_to(self.sizes.reshape(shape), tuple(frontier))
 
-    def truncate(self, frontier) -> "ChunkAxis":
+    def truncate(self, frontier: Sequence[int]) -> "ChunkAxis":
         """Restrict to keys below a (smaller) frontier."""
         idx = tuple(slice(0, frontier[d]) for d in self.key_dims)
         return ChunkAxis(self.key_dims, self.sizes[idx])
@@ -105,7 +110,7 @@ class ChunkAxis:
         return f"ChunkAxis(key_dims={self.key_dims}, sizes={self.sizes.tolist()})"
 
 
-def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier, what: str) -> ChunkAxis:
+def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier: Sequence[int], what: str) -> ChunkAxis:
     """The common axis of two axes that must agree at every key, else ChunkShapeError."""
     if a == b:
         return a
@@ -118,14 +123,14 @@ def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier, what: str) -> ChunkAxis:
     return a if len(a.key_dims) <= len(b.key_dims) else b
 
 
-def infer_axis(sizes_by_key: dict, frontier) -> ChunkAxis:
+def infer_axis(sizes_by_key: Mapping[Key, int], frontier: Sequence[int]) -> ChunkAxis:
     """The simplest ChunkAxis that reproduces given per-key extents (keys may be sparse)."""
     keys = list(sizes_by_key)
     arity = len(frontier)
     for r in range(arity + 1):
         for dims in itertools.combinations(range(arity), r):
             table = np.zeros(tuple(frontier[d] for d in dims), dtype=np.int64)
-            seen = {}
+            seen: dict[Key, int] = {}
             ok = True
             for k in keys:
                 sub = tuple(k[d] for d in dims)
@@ -147,12 +152,12 @@ class RelationType:
     frontier is present); a Filter or ReKey can produce an explicit, sparse key set.
     """
 
-    frontier: tuple
-    axes: tuple
+    frontier: tuple[int, ...]
+    axes: tuple[ChunkAxis, ...]
     dtype: np.dtype
     backend: str = "numpy"
-    keys: frozenset | None = None
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    keys: frozenset[Key] | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "frontier", tuple(int(f) for f in self.frontier))
@@ -186,7 +191,7 @@ class RelationType:
     def dense(self) -> bool:
         return self.keys is None
 
-    def iter_keys(self):
+    def iter_keys(self) -> Iterator[Key]:
         if self.keys is not None:
             return iter(sorted(self.keys))
         return itertools.product(*(range(f) for f in self.frontier))
@@ -195,7 +200,7 @@ class RelationType:
     def n_tuples(self) -> int:
         return len(self.keys) if self.keys is not None else math.prod(self.frontier)
 
-    def chunk_shape(self, key) -> tuple:
+    def chunk_shape(self, key: Sequence[int]) -> tuple[int, ...]:
         return tuple(ax.size_at(key) for ax in self.axes)
 
     def elements(self) -> int:
@@ -219,7 +224,7 @@ class RelationType:
             out = out * ax.dense(self.frontier)
         return out
 
-    def array_chunks(self):
+    def array_chunks(self) -> tuple[tuple[int, ...], ...] | None:
         """dask-style chunks when axis i follows key dim i alone (an array relation), else None."""
         if self.rank != self.key_arity or self.keys is not None:
             return None
@@ -233,7 +238,7 @@ class RelationType:
                 return None
         return tuple(out)
 
-    def require_continuity(self, consumer: str, producer: str):
+    def require_continuity(self, consumer: str, producer: str) -> None:
         """Raise IntegrityError naming both operators if the relation has holes."""
         if self.keys is None:
             return
@@ -243,8 +248,8 @@ class RelationType:
             f"{consumer}: its input from {producer} breaks continuity: keys "
             f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}")
 
-    def with_(self, **changes) -> "RelationType":
-        kw = dict(frontier=self.frontier, axes=self.axes, dtype=self.dtype,
+    def with_(self, **changes: Any) -> "RelationType":
+        kw: dict[str, Any] = dict(frontier=self.frontier, axes=self.axes, dtype=self.dtype,
                   backend=self.backend, keys=self.keys)
         kw.update(changes)
         return RelationType(**kw)

@@ -2,10 +2,12 @@
 IA node over new children, and partitioning facts read from a node's ``copies``."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ...ia.nodes import (Broadcast, Expand, LocalAggregate, LocalFilter, LocalJoin, LocalMap,
+from ...ia.nodes import (Broadcast, Expand, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap,
                          Shuffle, rekey, tile, transform)
+from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
 from ...tra.kernels import Kernel
 from ...tra.keyfuncs import KeyMap, KeyPred
@@ -40,27 +42,17 @@ class Composed(Kernel):
 
 def compose_keymaps(outer: KeyMap, inner: KeyMap) -> KeyMap:
     """``key -> outer(inner(key))``; a selection when both are."""
-    select = (None if outer.select is None or inner.select is None
-              else tuple(inner.select[d] for d in outer.select))
-    return KeyMap(lambda k: outer(inner(k)), f"{outer}∘{inner}", select)
+    return KeyMap.compose(outer, inner)
 
 
 def conjunction(first: KeyPred, then: KeyPred) -> KeyPred:
     """``then(k) and first(k)``: ``then`` is tested first, as when it was the inner filter."""
-    dims = None if first.dims is None or then.dims is None else first.dims | then.dims
-    return KeyPred(lambda k: then(k) and first(k), f"{first}∧{then}", dims)
+    return KeyPred.conjunction(first, then)
 
 
 def reindexed(pred: KeyPred, source: dict, arity: int) -> KeyPred:
-    """``pred`` read through a dim map: it sees a key of ``arity`` dims whose dim d is
-    ``key[source[d]]``. Dims outside ``source`` read 0, so ``pred`` must not read them."""
-    def fn(key):
-        full = [0] * arity
-        for d, s in source.items():
-            full[d] = key[s]
-        return pred(tuple(full))
-    dims = None if pred.dims is None else frozenset(source[d] for d in pred.dims)
-    return KeyPred(fn, pred.name, dims)
+    """``pred`` read through a dim map (see ``KeyPred.reindexed``)."""
+    return KeyPred.reindexed(pred, source, arity)
 
 
 def filtered_type(node, pred: KeyPred):
@@ -85,7 +77,8 @@ def _aggregate(node, child):
     return LocalAggregate(child, node.group_by, node.op.kernel)
 
 
-_REBUILD = {
+# each IA operator rebuilt from (node, *new children)
+_REBUILD: dict[type, Callable[..., IANode]] = {
     Broadcast: lambda n, c: Broadcast(c),
     Shuffle: lambda n, c: Shuffle(c, n.placement),
     LocalJoin: lambda n, l, r: LocalJoin(l, r, n.op.left_keys, n.op.right_keys, n.op.kernel),
@@ -95,28 +88,28 @@ _REBUILD = {
 }
 
 
-def rebuild(node, children):
+def rebuild(node: IANode, children: Sequence[IANode]) -> IANode:
     """``node``'s operator over new ``children``; ``node`` itself when they are the same objects."""
     if all(a is b for a, b in zip(node.children, children)):
         return node
     return _REBUILD[type(node)](node, *children)
 
 
-def partitioned_by(node, dims) -> bool:
+def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
     """PART_D with D ⊆ ``dims``: every key has one copy, and keys agreeing on ``dims`` share its site."""
     if not one_copy_each(node):
         return False
-    home = {}
+    home: dict[Key, int] = {}
     return all(home.setdefault(tuple(key[d] for d in dims), cs[0][0]) == cs[0][0]
                for key, cs in node.copies.items())
 
 
-def one_copy_each(node) -> bool:
+def one_copy_each(node: IANode) -> bool:
     """Every key sits on exactly one site (a partitioned relation, PART_D for some D)."""
     return all(len(cs) == 1 for cs in node.copies.values())
 
 
-def single_origin(node) -> bool:
+def single_origin(node: IANode) -> bool:
     """Every key holds one chunk (one origin), on however many sites: moving it is well defined."""
     return all(len({origin for _, origin in cs}) == 1 for cs in node.copies.values())
 
@@ -126,14 +119,14 @@ class FixedFrontier:
     """A placement evaluated against a fixed frontier. Grids place a key relative to the
     frontier; pinning it keeps every tuple on its site when a filter shrinks the frontier."""
 
-    placement: object
-    frontier: tuple
+    placement: Placement
+    frontier: tuple[int, ...]
 
-    def sites(self, key, frontier, s):
+    def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]:
         return self.placement.sites(key, self.frontier, s)
 
-    def partitions_by(self, group_by) -> bool:
+    def partitions_by(self, group_by: Sequence[int]) -> bool:
         return self.placement.partitions_by(group_by)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.placement)

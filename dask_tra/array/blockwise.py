@@ -1,0 +1,733 @@
+"""The blockwise family: a user's block function as an opaque TRA kernel.
+
+``blockwise(func, out_ind, x, ind_x, y, ind_y, ...)`` lowers like an elementwise operation
+whose kernel is ``func``: every array is rechunked so that blocks line up along each index
+(dask's ``unify_chunks``: the common refinement; an index an array does not keep in the
+output is concatenated into one block, as with dask's ``concatenate=True``), ReKeyed to its
+loop indices (an index with one block of extent 1 is broadcast: its key dim is dropped), and
+the arrays are joined on their common indices. One array: ``Transform(BlockFunction)``; two:
+``Join(..., BlockFunction)``; more: each Join but the last bundles its blocks into a tuple
+(``Bundle``), the last calls the function. ``block_info``/``block_id`` reach the function
+through one more Join with a relation holding each block's location. The output chunks are
+declared (dask's ``chunks=``/``adjust_chunks``/``new_axes``), so the optimizer places the
+kernel like any other; a block of another shape is an error naming the block.
+
+Built on it: ``map_blocks`` (dask's index conventions), ``map_overlap`` (halos are a gather
+from the neighbouring blocks, boundaries an index map or constant padding; then trimmed by a
+gather), ``apply_along_axis``, ``apply_gufunc``; ``.blocks`` and ``.vindex`` are gathers.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from numbers import Integral
+
+import numpy as np
+
+from .. import backends
+from ..tra import Join, Transform
+from ..tra.kernels import Kernel
+from ..tra.relation import ChunkAxis
+from .relations import (
+    axis_of,
+    check_dtype,
+    is_array,
+    offsets,
+    param_relation,
+    rekey,
+    wrap,
+)
+
+# ---------------------------------------------------------------- kernels
+
+class Bundle(tuple):
+    """Several blocks travelling together between the Joins of a blockwise call."""
+
+
+class BundleBlocks(Kernel):
+    """Join kernel: the blocks so far (a Bundle, or one block) and the next one, bundled."""
+
+    arity = 2
+    name = "bundle"
+
+    def __call__(self, a, b):
+        return Bundle((tuple(a) if isinstance(a, Bundle) else (a,)) + (b,))
+
+    def out_axes(self, frontier, a, b):
+        return tuple(a)
+
+    def out_dtype(self, *dtypes):
+        return np.result_type(*dtypes)
+
+
+class BlockFunction(Kernel):
+    """A user's block function. Its inputs are the array blocks (maybe bundled) and, with
+    ``info``, the block's location; ``template`` holds the call's arguments with ``None`` where
+    an array block goes (positions ``slots``). ``out`` is the declared output: (key dim or None,
+    block sizes) per output axis, in the key numbering of the operator that applies it."""
+
+    def __init__(self, func, name, template, slots, kwargs, out, dtype, arity, info=None):
+        self.func, self.name, self.arity = func, name, arity
+        self.template, self.slots, self.kwargs = tuple(template), tuple(slots), dict(kwargs)
+        self.out, self.dtype, self.info = tuple(out), np.dtype(dtype), info
+
+    def __call__(self, *chunks):
+        chunks = list(chunks)
+        loc = chunks.pop() if self.info is not None else None
+        blocks = []
+        for c in chunks:
+            blocks.extend(c if isinstance(c, Bundle) else (c,))
+        args = list(self.template)
+        for i, b in zip(self.slots, blocks):
+            args[i] = b
+        kwargs = dict(self.kwargs)
+        if loc is not None:
+            kwargs.update(self.info.keywords(tuple(int(v) for v in np.asarray(loc).ravel()), self.dtype))
+        out = self.func(*args, **kwargs)
+        return self._checked(out, loc)
+
+    def _checked(self, out, loc):
+        b = backends.backend_of(out) if hasattr(out, "shape") else backends.NUMPY
+        if not hasattr(out, "shape"):
+            out = np.asarray(out)
+        if b is backends.NUMPY:
+            out = np.asarray(out)
+            if out.dtype != self.dtype:
+                out = out.astype(self.dtype)
+        elif backends.dtype_of(out) != self.dtype:
+            out = b.coerce(out, self.dtype)
+        if out.ndim != len(self.out):
+            raise ValueError(f"{self.name}: the function returned a block of {out.ndim} dimensions, "
+                             f"expected {len(self.out)} (pass drop_axis/new_axis/chunks)")
+        return out
+
+    def out_axes(self, frontier, *in_axes):
+        return tuple(ChunkAxis.const(sizes[0]) if d is None else ChunkAxis.along(d, sizes)
+                     for d, sizes in self.out)
+
+    def out_dtype(self, *dtypes):
+        return self.dtype
+
+
+class BlockInfo:
+    """What ``block_info``/``block_id`` tell a block function, from the block's location (one
+    entry per key dim of the operator applying it)."""
+
+    def __init__(self, dims, out_ind, out_chunks, arrays, want_info, want_id):
+        self.dims, self.out_ind = tuple(dims), tuple(out_ind)
+        self.out_chunks = tuple(out_chunks)
+        self.arrays = tuple(arrays)  # (arg position, shape, chunks, index letters)
+        self.want_info, self.want_id = want_info, want_id
+
+    def keywords(self, loc, dtype):
+        at = {l: loc[i] for i, l in enumerate(self.dims)}
+        out_loc = tuple(at.get(l, 0) for l in self.out_ind)
+        kw = {}
+        if self.want_id:
+            kw["block_id"] = out_loc
+        if self.want_info:
+            info = {}
+            for pos, shape, chunks, ind in self.arrays:
+                cl = tuple(at.get(l, 0) if len(c) > 1 else 0 for l, c in zip(ind, chunks))
+                info[pos] = {"shape": shape, "num-chunks": tuple(len(c) for c in chunks),
+                             "array-location": _locations(chunks, cl), "chunk-location": cl}
+            out_shape = tuple(sum(c) for c in self.out_chunks)
+            info[None] = {"shape": out_shape, "num-chunks": tuple(len(c) for c in self.out_chunks),
+                          "array-location": _locations(self.out_chunks, out_loc), "chunk-location": out_loc,
+                          "chunk-shape": tuple(c[i] for c, i in zip(self.out_chunks, out_loc)), "dtype": dtype}
+            kw["block_info"] = info
+        return kw
+
+
+def _locations(chunks, loc):
+    out = []
+    for c, i in zip(chunks, loc):
+        start = int(sum(c[:i]))
+        out.append((start, start + int(c[i])))
+    return out
+
+
+# ---------------------------------------------------------------- blockwise
+
+def _takes(func, word):
+    try:
+        return word in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _common_chunks(all_chunks):
+    """dask's unify_chunks along one index: the common refinement of the chunkings."""
+    cuts = sorted(set().union(*(set(np.cumsum((0,) + tuple(c)).tolist()) for c in all_chunks)))
+    return tuple(int(b - a) for a, b in itertools.pairwise(cuts)) or (0,)
+
+
+def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_chunks=None, new_axes=None,
+              align_arrays=True, concatenate=None, meta=None, **kwargs):
+    """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
+    their index (``None`` for a value passed as is). See the module doc for the lowering."""
+    from .rechunk import rechunk_axes
+    from .relations import asarray as _asarray
+    if len(args) % 2:
+        raise ValueError("blockwise: arguments must alternate arrays and their indices")
+    out_ind = tuple(out_ind)
+    new_axes = dict(new_axes or {})
+    pairs = []
+    for value, ind in zip(args[::2], args[1::2]):
+        if ind is None:
+            pairs.append((value, None))
+            continue
+        a = _asarray(value)
+        ind = tuple(ind)
+        if len(ind) != a.ndim:
+            raise ValueError(f"blockwise: index {ind} has {len(ind)} entries for an array of {a.ndim} dimensions")
+        if len(set(ind)) != len(ind):
+            raise NotImplementedError(f"blockwise: a repeated index in one array ({ind}) is not supported")
+        pairs.append((a, ind))
+    arrays = [(i, a, ind) for i, (a, ind) in enumerate(pairs) if ind is not None]
+    if not arrays:
+        raise ValueError("blockwise needs at least one array argument")
+    sizes, chunks = {}, {}
+    for _, a, ind in arrays:
+        for l, n, c in zip(ind, a.shape, a.chunks):
+            if n == 1 and len(c) == 1 and l in out_ind:
+                continue  # broadcast
+            if l in sizes and sizes[l] != n:
+                raise ValueError(f"blockwise: index {l!r} has size {sizes[l]} in one array and {n} in another")
+            sizes[l] = n
+            chunks.setdefault(l, []).append(c)
+    unified = {l: (_common_chunks(cs) if align_arrays else cs[0]) if l in out_ind else (sizes[l],)
+               for l, cs in chunks.items()}
+    for l in unified:
+        if l not in out_ind and concatenate is False and any(len(c) > 1 for c in chunks[l]):
+            raise NotImplementedError(f"blockwise: index {l!r} is contracted over several blocks; "
+                                      f"pass concatenate=True")
+    for l in out_ind:
+        if l not in unified and l not in new_axes:
+            if any(l in ind for _, _, ind in arrays):
+                unified[l] = (1,)  # every array broadcasts along it
+            else:
+                raise ValueError(f"blockwise: output index {l!r} is in no array and not in new_axes")
+    parts, extra, infos, sources = [], {}, [], []
+    for pos, a, ind in arrays:
+        target = {d: unified[l] for d, l in enumerate(ind) if l in unified and not (
+            a.shape[d] == 1 and len(a.chunks[d]) == 1 and l in out_ind)}
+        if not align_arrays and any(target[d] != a.chunks[d] for d in target):
+            raise ValueError("blockwise: chunks do not line up and align_arrays=False")
+        r = rechunk_axes(a, target)
+        kept = [d for d, l in enumerate(ind) if l in out_ind and len(unified[l]) > 1 and d in target]
+        parts.append((rekey(r.expr, kept), [ind[d] for d in kept]))
+        extra.update(r.sources)
+        sources.append(a)
+        infos.append((pos, a.shape, tuple(unified.get(l, c) if d in target else c
+                                          for d, (l, c) in enumerate(zip(ind, a.chunks))), ind))
+    out_chunks = []
+    for l in out_ind:
+        c = unified[l] if l not in new_axes else _new_axis_chunks(new_axes[l])
+        if adjust_chunks and l in adjust_chunks:
+            c = _adjusted(adjust_chunks[l], c)
+        out_chunks.append(tuple(int(v) for v in c))
+    out_chunks = tuple(out_chunks)
+    template = [a if ind is None else None for a, ind in pairs]
+    slots = [pos for pos, _, _ in arrays]
+    if dtype is None:
+        dtype = meta.dtype if meta is not None and hasattr(meta, "dtype") else _infer_dtype(
+            func, template, slots, [a for _, a, _ in arrays], kwargs)
+    dtype = check_dtype(dtype)
+    want_info, want_id = _takes(func, "block_info"), _takes(func, "block_id")
+    expr, dims = parts[0]
+    items = parts[1:]
+    if want_info or want_id:
+        frontier_dims = _joined_dims([d for _, d in parts])
+        nb = {l: len(unified[l]) for l in frontier_dims}
+        loc = param_relation({k: list(k) for k in np.ndindex(*[nb[l] for l in frontier_dims])},
+                             tuple(nb[l] for l in frontier_dims), what="blocks")
+        items = items + [(loc.expr, list(frontier_dims))]
+        extra.update(loc.sources)
+    fname = name or getattr(func, "__name__", "func")
+    fname = "".join(ch for ch in str(fname) if ch.isalpha()) or "func"
+    info = BlockInfo if want_info or want_id else None
+    for step, (rexpr, rdims) in enumerate(items, start=1):
+        common = [l for l in dims if l in rdims]
+        joined = dims + [l for l in rdims if l not in dims]
+        if step < len(items):
+            kernel = BundleBlocks()
+        else:
+            kernel = _function(func, fname, template, slots, kwargs, out_ind, out_chunks, joined, dtype, 2,
+                               info and info(joined, out_ind, out_chunks, infos, want_info, want_id))
+        expr = Join(expr, rexpr, [dims.index(l) for l in common], [rdims.index(l) for l in common], kernel)
+        dims = joined
+    if not items:
+        expr = Transform(expr, _function(func, fname, template, slots, kwargs, out_ind, out_chunks, dims,
+                                         dtype, 1, None))
+    expr = rekey(expr, [dims.index(l) if l in dims else None for l in out_ind])
+    return wrap(expr, *sources, extra=extra)
+
+
+def _joined_dims(dim_lists):
+    out = []
+    for ds in dim_lists:
+        out += [l for l in ds if l not in out]
+    return out
+
+
+def _function(func, name, template, slots, kwargs, out_ind, out_chunks, dims, dtype, arity, info):
+    out = []
+    for l, c in zip(out_ind, out_chunks):
+        if l in dims:
+            out.append((dims.index(l), c))
+        else:
+            if len(c) != 1:
+                raise NotImplementedError(f"blockwise: output index {l!r} has several blocks but no array "
+                                          f"runs along it")
+            out.append((None, c))
+    return BlockFunction(func, name, template, slots, kwargs, out, dtype, arity, info)
+
+
+def _new_axis_chunks(v):
+    if isinstance(v, Integral):
+        return (int(v),)
+    v = tuple(v)
+    if len(v) != 1:
+        raise NotImplementedError("a new axis made by a block function has one block")
+    return v
+
+
+def _adjusted(adjust, c):
+    if callable(adjust):
+        return tuple(int(adjust(v)) for v in c)
+    if isinstance(adjust, Integral):
+        return (int(adjust),) * len(c)
+    adjust = tuple(adjust)
+    if len(adjust) != len(c):
+        raise ValueError(f"adjust_chunks {adjust} has {len(adjust)} blocks, the axis has {len(c)}")
+    return adjust
+
+
+def _infer_dtype(func, template, slots, arrays, kwargs):
+    """dask's inference: the function on one-element arrays of the inputs' dtypes."""
+    args = list(template)
+    for i, a in zip(slots, arrays):
+        args[i] = np.ones((1,) * a.ndim, dtype=a.dtype)
+    kw = dict(kwargs)
+    for word in ("block_info", "block_id"):
+        if _takes(func, word):
+            kw[word] = None
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(func(*args, **kw)).dtype
+    except Exception as e:
+        raise ValueError(f"dtype inference failed in {getattr(func, '__name__', 'func')}: {e!r}. "
+                         f"Please specify the dtype explicitly (dtype=).") from e
+
+
+def atop(*args, **kwargs):
+    """dask's old name for ``blockwise`` (it warns, as dask does)."""
+    import warnings
+    warnings.warn("The da.atop function has moved to da.blockwise", stacklevel=2)
+    return blockwise(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- map_blocks
+
+def map_blocks(func, *args, name=None, token=None, dtype=None, chunks=None, drop_axis=None, new_axis=None,
+               enforce_ndim=False, meta=None, **kwargs):
+    """dask.array.map_blocks: ``func`` on every block (arrays aligned by their trailing axes)."""
+    if not callable(func):
+        raise TypeError(f"map_blocks: first argument must be callable, got {type(func).__name__}")
+    from .relations import asarray as _asarray
+    args = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
+    arrs = [a for a in args if is_array(a)]
+    if not arrs:
+        raise ValueError("map_blocks needs at least one dask_tra array argument")
+    ndim = max(a.ndim for a in arrs)
+    out_ind = list(range(ndim))[::-1]
+    drop = [] if drop_axis is None else [int(d) % ndim for d in np.atleast_1d(drop_axis)]
+    out_ind = [l for i, l in enumerate(out_ind) if i not in drop]
+    new = {}
+    if new_axis is not None:
+        n_out = len(out_ind) + len(np.atleast_1d(new_axis))
+        for ax in sorted(int(a) % n_out for a in np.atleast_1d(new_axis)):
+            letter = len(out_ind) + len(drop)  # a fresh index, as in dask
+            while letter in out_ind or letter < ndim:
+                letter += 1
+            out_ind.insert(ax, letter)
+            new[letter] = 1
+    adjust = None
+    if chunks is not None:
+        if len(chunks) != len(out_ind):
+            raise ValueError(f"map_blocks: chunks {chunks} have {len(chunks)} entries, the output has "
+                             f"{len(out_ind)} dimensions")
+        adjust = {}
+        for l, c in zip(out_ind, chunks):
+            if l in new:
+                new[l] = c if isinstance(c, Integral) else tuple(c)
+            else:
+                adjust[l] = c
+    argpairs = []
+    for a in args:
+        argpairs += [a, tuple(range(a.ndim))[::-1]] if is_array(a) else [a, None]
+    return blockwise(func, out_ind, *argpairs, name=name, dtype=dtype, adjust_chunks=adjust, new_axes=new,
+                     concatenate=True, meta=meta, **kwargs)
+
+
+# ---------------------------------------------------------------- map_overlap
+
+_MODES = ("reflect", "periodic", "nearest", "none")
+
+
+def _depths(depth, ndim):
+    if depth is None:
+        depth = 0
+    if isinstance(depth, dict):
+        depth = {axis_of(k, ndim): v for k, v in depth.items()}
+        depth = tuple(depth.get(i, 0) for i in range(ndim))
+    elif isinstance(depth, Integral):
+        depth = (depth,) * ndim
+    out = []
+    for d in tuple(depth):
+        lo, hi = (d, d) if isinstance(d, Integral) else tuple(d)
+        if lo < 0 or hi < 0:
+            raise ValueError(f"map_overlap: depth must be non-negative, got {d}")
+        out.append((int(lo), int(hi)))
+    if len(out) != ndim:
+        raise ValueError(f"map_overlap: depth {depth} has {len(out)} entries for {ndim} dimensions")
+    return tuple(out)
+
+
+def _boundaries(boundary, ndim):
+    if boundary is None:
+        boundary = "none"
+    if isinstance(boundary, dict):
+        boundary = {axis_of(k, ndim): v for k, v in boundary.items()}
+        boundary = tuple(boundary.get(i, "none") for i in range(ndim))
+    elif not isinstance(boundary, tuple):
+        boundary = (boundary,) * ndim
+    for b in boundary:
+        if isinstance(b, str) and b not in _MODES:
+            raise ValueError(f"map_overlap: unknown boundary {b!r} (one of {_MODES} or a number)")
+    return tuple(boundary)
+
+
+def _source_positions(n, lo, hi, mode, chunks):
+    """Per output block: positions in the (maybe padded) axis, and the block sizes."""
+    cuts = offsets(chunks)
+    pos, sizes = [], []
+    for i in range(len(chunks)):
+        a, b = int(cuts[i]) - lo, int(cuts[i + 1]) + hi
+        if mode == "none":
+            a, b = max(a, 0), min(b, n)
+        p = np.arange(a, b)
+        if mode == "reflect":
+            p = np.where(p < 0, -p - 1, np.where(p >= n, 2 * n - 1 - p, p))
+        elif mode == "periodic":
+            p = p % n
+        elif mode == "nearest":
+            p = np.clip(p, 0, n - 1)
+        elif mode != "none":
+            p = p + lo  # constant: positions in the padded axis
+        pos.append(p)
+        sizes.append(len(p))
+    return np.concatenate(pos) if pos else np.arange(0), tuple(sizes)
+
+
+def overlap(x, depth, boundary):
+    """dask.array.overlap.overlap: every block extended by its neighbours' edges (halos)."""
+    from .creation import full
+    from .rechunk import take
+    from .stacking import concatenate
+    depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
+    for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
+        if lo == hi == 0:
+            continue
+        n, chunks = x.shape[axis], x.chunks[axis]
+        if mode in _MODES[:3] and (lo > n or hi > n):
+            raise ValueError(f"map_overlap: depth {max(lo, hi)} exceeds the axis length {n} along axis {axis}")
+        src, sizes = _source_positions(n, lo, hi, mode, chunks)
+        base = x
+        if not isinstance(mode, str):  # constant boundary: pad with the value first
+            pads = [full(x.shape[:axis] + (k,) + x.shape[axis + 1:], mode, dtype=x.dtype,
+                         chunks=x.chunks[:axis] + ((k,),) + x.chunks[axis + 1:]) for k in (lo, hi)]
+            base = concatenate([pads[0]] * bool(lo) + [x] + [pads[1]] * bool(hi), axis=axis)
+        x = take(base, axis, src, sizes)
+    return x
+
+
+def trim_overlap(x, depth, boundary, original_chunks):
+    """Remove the halos ``overlap`` added (none at the outer edges of a ``"none"`` boundary)."""
+    from .rechunk import take
+    depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
+    for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
+        if lo == hi == 0:
+            continue
+        chunks, cuts = original_chunks[axis], offsets(x.chunks[axis])
+        keep = []
+        for i, c in enumerate(chunks):
+            left = min(lo, int(sum(chunks[:i]))) if mode == "none" else lo  # "none": no halo at the edge
+            keep.append(int(cuts[i]) + left + np.arange(c))
+        x = take(x, axis, np.concatenate(keep), tuple(chunks))
+    return x
+
+
+def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=True, allow_rechunk=True,
+                **kwargs):
+    """dask.array.map_overlap: ``func`` on blocks extended by ``depth`` elements of their
+    neighbours (``boundary``: "reflect", "periodic", "nearest", "none" or a constant at the
+    array's edges), then the halos trimmed off (``trim``)."""
+    from .relations import asarray as _asarray
+    if not callable(func):
+        func, args = args[0], (func,) + tuple(args[1:])  # the old (x, func, ...) order
+    arrays = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
+    arr = [a for a in arrays if is_array(a)]
+    if not arr:
+        raise ValueError("map_overlap needs at least one array")
+    if len(arr) > 1 and len({a.shape for a in arr}) > 1:
+        raise NotImplementedError("map_overlap of arrays of different shapes")
+    if len(arr) > 1 and align_arrays:
+        common = tuple(_common_chunks([a.chunks[d] for a in arr]) for d in range(arr[0].ndim))
+        arrays = [a.rechunk(common) if is_array(a) else a for a in arrays]
+        arr = [a for a in arrays if is_array(a)]
+    original = arr[0].chunks
+    over = [overlap(a, depth, boundary) if is_array(a) else a for a in arrays]
+    if not trim:  # the function trims its halos itself: blocks come back in the original chunks
+        kwargs.setdefault("chunks", original)
+        return map_blocks(func, *over, **kwargs)
+    out = map_blocks(func, *over, **kwargs)
+    if out.chunks != next(a for a in over if is_array(a)).chunks:
+        raise NotImplementedError("map_overlap with trim=True needs a function keeping the block shape")
+    return trim_overlap(out, depth, boundary, original)
+
+
+def window_block(block, axis, window):
+    """NumPy's sliding windows of one block (halo included) along ``axis``."""
+    return np.lib.stride_tricks.sliding_window_view(block, window, axis=axis)
+
+
+def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kwargs):
+    """numpy.lib.stride_tricks.sliding_window_view: the window dims come last. Each output block
+    reads its block plus ``window - 1`` following elements (a gather), then NumPy makes the
+    windows on it (``blockwise``)."""
+    from .rechunk import take
+    from .relations import asarray as _asarray
+    x = _asarray(x)
+    window_shape = tuple(int(w) for w in np.atleast_1d(window_shape))
+    axes = tuple(range(x.ndim)) if axis is None else tuple(axis_of(a, x.ndim) for a in np.atleast_1d(axis))
+    if len(axes) != len(window_shape):
+        raise ValueError(f"Since axis is {'None' if axis is None else 'given'}, must provide window_shape for "
+                         f"{'all dimensions of x' if axis is None else 'every axis'}; got {len(window_shape)} "
+                         f"window_shape elements and {len(axes)} axes")
+    if any(w < 0 for w in window_shape):
+        raise ValueError("`window_shape` cannot contain negative values")
+    for ax, w in zip(axes, window_shape):
+        n = x.shape[ax]
+        if w > n:
+            raise ValueError("window shape cannot be larger than input array shape")
+        m = n - w + 1
+        cuts = np.minimum(offsets(x.chunks[ax]), m)
+        out = tuple(int(c) for c in np.diff(cuts) if c) or (0,)
+        src = np.concatenate([np.arange(s, s + c + w - 1) for s, c in zip(offsets(out), out)])
+        over = take(x, ax, src, tuple(c + w - 1 for c in out))
+        chunks = over.chunks[:ax] + (out,) + over.chunks[ax + 1:] + ((w,),)
+        x = map_blocks(window_block, over, axis=ax, window=w, new_axis=x.ndim, chunks=chunks, dtype=x.dtype,
+                       name="slidingwindow")
+    return x
+
+
+# ---------------------------------------------------------------- apply_along_axis, apply_gufunc
+
+def _along_axis(block, func1d, axis, fargs, fkwargs):
+    return np.apply_along_axis(func1d, axis, block, *fargs, **fkwargs)
+
+
+def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs):
+    """dask.array.apply_along_axis: ``func1d`` on every 1-d slice along ``axis`` (that axis is
+    first made one block)."""
+    from .relations import asarray as _asarray
+    arr = _asarray(arr)
+    axis = axis_of(axis, arr.ndim)
+    if shape is None or dtype is None:
+        test = np.asarray(func1d(np.ones((arr.shape[axis],), dtype=arr.dtype), *args, **kwargs))  # a real line
+        shape = test.shape if shape is None else shape
+        dtype = test.dtype if dtype is None else dtype
+    shape = tuple(shape)
+    arr = arr.rechunk({axis: -1})
+    chunks = arr.chunks[:axis] + tuple((s,) for s in shape) + arr.chunks[axis + 1:]
+    return map_blocks(_along_axis, arr, func1d=func1d, axis=axis, fargs=args, fkwargs=kwargs,
+                      drop_axis=axis, new_axis=list(range(axis, axis + len(shape))), chunks=chunks,
+                      dtype=dtype, name=getattr(func1d, "__name__", "alongaxis"))
+
+
+class _Pick:
+    """Output ``index`` of a function returning several (a module-level callable: it pickles)."""
+
+    def __init__(self, func, index):
+        self.func, self.index = func, index
+        self.__name__ = getattr(func, "__name__", "gufunc")
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)[self.index]
+
+
+def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, output_dtypes=None,
+                 output_sizes=None, vectorize=None, allow_rechunk=False, meta=None, **kwargs):
+    """dask.array.apply_gufunc: ``func`` with a NumPy generalized-ufunc ``signature`` (e.g.
+    ``"(i),(i)->()"``) over the loop dimensions; core dimensions must be one block each
+    (``allow_rechunk=True`` makes them so). Several outputs run the function once per output."""
+    from numpy.lib._function_base_impl import _parse_gufunc_signature
+
+    from .relations import asarray as _asarray
+    from .structure import moveaxis
+    if keepdims:
+        raise NotImplementedError("apply_gufunc(keepdims=True) is not supported")
+    ins, outs = _parse_gufunc_signature(signature.replace(" ", ""))
+    if len(ins) != len(args):
+        raise ValueError(f"apply_gufunc: signature {signature!r} takes {len(ins)} arguments, got {len(args)}")
+    if vectorize:
+        otypes = None if output_dtypes is None else [np.dtype(t) for t in (
+            output_dtypes if isinstance(output_dtypes, (list, tuple)) else [output_dtypes])]
+        func = np.vectorize(func, signature=signature, otypes=otypes)
+    arrays = [_asarray(a) for a in args]
+    if axis is not None:
+        if any(len(i) != 1 for i in ins) or any(len(o) > 0 for o in outs):
+            raise ValueError("apply_gufunc: axis= needs one core dimension per input and none in outputs")
+        axes = [(axis,)] * len(ins)
+    out_axes = None
+    if axes is not None:
+        axes = list(axes)
+        in_axes, out_axes = axes[:len(ins)], axes[len(ins):]
+        arrays = [moveaxis(a, [axis_of(v, a.ndim) for v in ax], list(range(a.ndim - len(ax), a.ndim)))
+                  if len(ax) else a for a, ax in zip(arrays, in_axes)]
+    loop_nd = max(a.ndim - len(core) for a, core in zip(arrays, ins))
+    loop = [f"__loop{i}" for i in range(loop_nd)]
+    sizes = dict(output_sizes or {})
+    argpairs = []
+    for a, core in zip(arrays, ins):
+        nl = a.ndim - len(core)
+        if nl < 0:
+            raise ValueError(f"apply_gufunc: an input of {a.ndim} dimensions has {len(core)} core dimensions")
+        for d, l in enumerate(core):
+            n = a.shape[nl + d]
+            if sizes.setdefault(l, n) != n:
+                raise ValueError(f"apply_gufunc: core dimension {l!r} has sizes {sizes[l]} and {n}")
+            if len(a.chunks[nl + d]) > 1:
+                if not allow_rechunk:
+                    raise ValueError(f"apply_gufunc: core dimension {l!r} consists of multiple chunks; "
+                                     f"rechunk it to one chunk or pass allow_rechunk=True")
+                a = a.rechunk({nl + d: -1})
+        argpairs += [a, tuple(loop[loop_nd - nl:]) + tuple(core)]
+    multi = len(outs) > 1
+    dtypes = output_dtypes
+    if dtypes is None:
+        if meta is not None:
+            dtypes = [m.dtype for m in meta] if multi else getattr(meta, "dtype", None)
+        else:
+            raise ValueError("apply_gufunc: output_dtypes (or meta) must be given")
+    if not isinstance(dtypes, (list, tuple)):
+        dtypes = [dtypes]
+    results = []
+    for k, core in enumerate(outs):
+        missing = [l for l in core if l not in sizes]
+        if missing:
+            raise ValueError(f"apply_gufunc: output core dimension(s) {missing} need output_sizes")
+        f = _Pick(func, k) if multi else func
+        r = blockwise(f, tuple(loop) + tuple(core), *argpairs, dtype=dtypes[k],
+                      new_axes={l: sizes[l] for l in core if not any(l in c for c in ins)},
+                      concatenate=True, **kwargs)
+        if out_axes and len(out_axes) > k and len(out_axes[k]):
+            r = moveaxis(r, list(range(r.ndim - len(core), r.ndim)), [axis_of(v, r.ndim) for v in out_axes[k]])
+        results.append(r)
+    return tuple(results) if multi else results[0]
+
+
+# ---------------------------------------------------------------- .blocks and .vindex
+
+class BlockView:
+    """``x.blocks[index]``: the array made of the blocks ``index`` selects (ints keep their axis)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        from .rechunk import take
+        x = self.x
+        index = index if isinstance(index, tuple) else (index,)
+        if sum(i is not Ellipsis for i in index) > x.ndim:
+            raise IndexError(f"too many indices for {x.ndim}-d blocks")
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (x.ndim - len(index) + 1) + index[at + 1:]
+        index = index + (slice(None),) * (x.ndim - len(index))
+        for axis, sel in enumerate(index):
+            chunks = x.chunks[axis]
+            nb = len(chunks)
+            if isinstance(sel, slice):
+                picked = list(range(nb))[sel]
+            elif isinstance(sel, Integral):
+                if not -nb <= sel < nb:
+                    raise IndexError(f"block index {sel} out of range for {nb} blocks along axis {axis}")
+                picked = [sel % nb]
+            else:
+                picked = [int(i) % nb for i in np.asarray(sel).ravel()]
+            if picked == list(range(nb)):
+                continue
+            cuts = offsets(chunks)
+            src = np.concatenate([np.arange(cuts[i], cuts[i + 1]) for i in picked]) if picked else np.arange(0)
+            x = take(x, axis, src, tuple(chunks[i] for i in picked) or (0,))
+        return x
+
+    @property
+    def shape(self):
+        return self.x.numblocks
+
+    @property
+    def size(self):
+        return math.prod(self.x.numblocks)
+
+    @property
+    def ndim(self):
+        return self.x.ndim
+
+    def ravel(self):
+        return [self[k] for k in np.ndindex(*self.x.numblocks)]
+
+
+class VIndex:
+    """``x.vindex[...]``: point-wise indexing; the broadcast index arrays' dims come first."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, index):
+        from .rechunk import take
+        from .structure import moveaxis, reshape
+        x = self.x
+        index = index if isinstance(index, tuple) else (index,)
+        if any(i is None or i is Ellipsis for i in index):
+            raise NotImplementedError("vindex with None or Ellipsis is not supported")
+        index = index + (slice(None),) * (x.ndim - len(index))
+        if len(index) > x.ndim:
+            raise IndexError(f"too many indices for array: {x.ndim}-dimensional, {len(index)} indexed")
+        arr_axes = [d for d, i in enumerate(index) if not isinstance(i, slice)]
+        if not arr_axes:
+            return x[index]
+        basic = tuple(i if isinstance(i, slice) else slice(None) for i in index)
+        x = x[basic]
+        idx = [np.asarray(index[d]) for d in arr_axes]
+        if any(i.dtype.kind not in "iu" for i in idx):
+            raise IndexError("vindex takes integer arrays (and slices)")
+        bshape = np.broadcast_shapes(*[i.shape for i in idx])
+        dims = [x.shape[d] for d in arr_axes]
+        for i, n, d in zip(idx, dims, arr_axes):
+            if i.size and (i.min() < -n or i.max() >= n):
+                raise IndexError(f"vindex: index out of bounds for axis {d} with size {n}")
+        flat = np.ravel_multi_index([np.broadcast_to(np.where(i < 0, i + n, i), bshape).ravel()
+                                     for i, n in zip(idx, dims)], dims)
+        x = moveaxis(x, arr_axes, list(range(len(arr_axes))))
+        x = reshape(x, (math.prod(dims),) + tuple(x.shape[len(arr_axes):]))
+        x = take(x, 0, flat)
+        shape = tuple(bshape) + tuple(x.shape[1:])
+        return x if shape == x.shape else reshape(x, shape)
+
+
+__all__ = ["apply_along_axis", "apply_gufunc", "atop", "blockwise", "map_blocks", "map_overlap", "sliding_window_view"]

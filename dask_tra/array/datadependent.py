@@ -1,0 +1,205 @@
+"""Functions whose output shape depends on the data: nonzero, argwhere, compress, extract,
+unique, union1d, bincount, histogram.
+
+TRA relation types carry exact chunk extents, so dask's unknown (``nan``) chunks have no
+counterpart here. The choice: the *size* is found by an eager pass, then the rest stays a
+lazy TRA expression with known chunks.
+
+- nonzero/flatnonzero/argwhere: the boolean mask is computed (one byte per element reaches
+  the client), the positions become a RelArray.
+- compress/extract (and ``x[mask]`` with a RelArray mask): only the condition is computed;
+  the data is gathered lazily (``rechunk.gather``) by the positions found.
+- bincount: one max-reduction finds the length; then ``Transform(bincount)`` per chunk and
+  an ``Aggregate`` (add) over all blocks. histogram: bin edges as dask requires them (a
+  range with integer bins; else one min/max pass), then the same Transform + Aggregate.
+- unique/union1d: computed (the values are the output), then wrapped.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tra import Aggregate, Join, Transform
+from ..tra import kernels as K
+from ..tra.relation import ChunkAxis
+from .linalg.kernels import FieldsKernel
+from .relations import asarray, axis_of, rekey, wrap
+
+
+def _da():
+    import dask_tra.array as da
+    return da
+
+
+def _mask(a):
+    """The computed truth of ``a`` (a NumPy bool array)."""
+    a = asarray(a)
+    return np.asarray(a if a.dtype == np.bool_ else a != 0)
+
+
+def _wrap_np(values):
+    return _da().from_array(np.asarray(values))
+
+
+def nonzero(a):
+    return tuple(_wrap_np(i) for i in np.nonzero(_mask(a)))
+
+
+def flatnonzero(a):
+    return _wrap_np(np.flatnonzero(_mask(a)))
+
+
+def argwhere(a):
+    return _wrap_np(np.argwhere(_mask(a)))
+
+
+def compress(condition, a, axis=None):
+    """The slices of ``a`` along ``axis`` where ``condition`` holds (only the condition computes)."""
+    da = _da()
+    a = asarray(a)
+    if axis is None:
+        a, axis = da.ravel(a), 0
+    axis = axis_of(axis, a.ndim)
+    cond = np.asarray(condition, dtype=bool)
+    if cond.ndim != 1:
+        raise ValueError("Condition must be one dimensional")
+    if len(cond) > a.shape[axis]:
+        raise IndexError(f"condition of length {len(cond)} is longer than axis {axis} of length {a.shape[axis]}")
+    return a[(slice(None),) * axis + (np.flatnonzero(cond),)]
+
+
+def extract(condition, arr):
+    da = _da()
+    return compress(np.ravel(_mask(condition)), da.ravel(asarray(arr)))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False):
+    out = np.unique(np.asarray(asarray(ar)), return_index=return_index, return_inverse=return_inverse,
+                    return_counts=return_counts)
+    return tuple(_wrap_np(v) for v in out) if isinstance(out, tuple) else _wrap_np(out)
+
+
+def union1d(ar1, ar2):
+    da = _da()
+    return unique(da.concatenate([da.ravel(asarray(ar1)), da.ravel(asarray(ar2))]))
+
+
+class Counts(FieldsKernel):
+    """Per chunk: ``bincount`` into ``n`` bins, ``histogram`` with ``edges``, or (``dd``) a
+    ``histogramdd`` of a (points, D) chunk with a tuple of edges per dimension; weighted when
+    joined with a weights chunk."""
+
+    def __init__(self, n, edges, weighted, dtype, dd=False):
+        self.n, self.weighted, self.dd = tuple(np.atleast_1d(n).astype(int).tolist()), bool(weighted), bool(dd)
+        self.edges = None if edges is None else (tuple(tuple(e) for e in edges) if dd else tuple(edges))
+        self.arity, self.dtype = 1 + self.weighted, np.dtype(dtype)
+        self.name = "bincount" if edges is None else ("histogramdd" if dd else "histogram")
+
+    def __call__(self, chunk, weights=None):
+        w = None if weights is None else np.ravel(np.asarray(weights))
+        if self.dd:
+            return np.histogramdd(np.asarray(chunk), [np.asarray(e) for e in self.edges], weights=w)[0].astype(
+                self.dtype)
+        x = np.ravel(np.asarray(chunk))
+        if self.edges is None:
+            return np.bincount(x, w, minlength=self.n[0]).astype(self.dtype)
+        return np.histogram(x, np.asarray(self.edges), weights=w)[0].astype(self.dtype)
+
+    def out_axes(self, frontier, *axes):
+        return tuple(ChunkAxis.const(n) for n in self.n)
+
+
+def _counted(x, weights, kernel):
+    """Counts of every chunk summed over all blocks: a 1-d single-block RelArray."""
+    if weights is None:
+        expr = Transform(x.expr, kernel)
+        parents = (x,)
+    else:
+        w = asarray(weights)
+        w = _da().rechunk(w, x.chunks[:w.ndim])
+        keys = list(range(w.ndim))
+        expr, parents = Join(x.expr, w.expr, keys, keys, kernel), (x, w)
+    return wrap(rekey(Aggregate(expr, [], K.add), [None] * len(kernel.n)), *parents)
+
+
+def bincount(x, weights=None, minlength=0):
+    """numpy.bincount: the length comes from one max-reduction, the counts from the TRA."""
+    da = _da()
+    x = asarray(x)
+    if x.ndim != 1 or x.dtype.kind not in "iub":
+        raise ValueError("bincount: x must be a 1-d array of non-negative integers")
+    if minlength < 0:
+        raise ValueError("minlength must be non-negative")
+    if x.size and int(da.min(x).compute()) < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    n = max(int(da.max(x).compute()) + 1 if x.size else 0, minlength)
+    dtype = np.intp if weights is None else np.result_type(asarray(weights).dtype, np.float64)
+    return _counted(x, weights, Counts(n, None, weights is not None, dtype))
+
+
+def _edges(a, bins, range):
+    if np.ndim(bins) == 1:
+        return np.asarray(bins, dtype=float)
+    if range is None:
+        da = _da()
+        range = (float(da.min(a).compute()), float(da.max(a).compute())) if a.size else (0.0, 1.0)
+    return np.histogram_bin_edges(np.empty(0), int(bins), range=range)
+
+
+def histogram(a, bins=10, range=None, normed=False, weights=None, density=None):
+    """numpy.histogram: ``(counts, bin_edges)``; counts summed over chunks in the TRA."""
+    a = asarray(a)
+    if normed:
+        raise ValueError("normed is deprecated; use density")
+    edges = _edges(a, bins, range)
+    w = None if weights is None else asarray(weights)
+    dtype = np.intp if w is None else np.result_type(w.dtype, np.float64) if w.dtype.kind in "biu" else w.dtype
+    counts = _counted(a, w, Counts(len(edges) - 1, edges, w is not None, dtype))
+    if density:
+        counts = counts / (counts.sum() * np.diff(edges))
+    return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=None):
+    """numpy.histogramdd of a (points, D) array or a sequence of D 1-d arrays: ``(counts, edges)``."""
+    da = _da()
+    if isinstance(sample, (list, tuple)):
+        sample = da.stack([da.ravel(asarray(s)) for s in sample], axis=1)
+    sample = asarray(sample)
+    if sample.ndim != 2:
+        raise ValueError("histogramdd: sample must be (points, D) or a sequence of D arrays")
+    d = sample.shape[1]
+    bins = [bins] * d if np.ndim(bins) == 0 else list(bins)
+    ranges = [None] * d if range is None else list(range)
+    if len(bins) != d or len(ranges) != d:
+        raise ValueError(f"histogramdd: {d} dimensions need {d} bins and ranges")
+    edges = [_edges(sample[:, i], b, r) for i, (b, r) in enumerate(zip(bins, ranges))]
+    sample = da.rechunk(sample, {1: (d,)})
+    w = None if weights is None else asarray(weights)
+    counts = _counted(sample, w, Counts([len(e) - 1 for e in edges], edges, w is not None, np.float64, dd=True))
+    if density:
+        widths = np.ones(counts.shape)
+        for i, e in enumerate(edges):
+            widths = widths * np.diff(e).reshape(tuple(np.where(np.arange(d) == i, -1, 1)))
+        counts = counts / (counts.sum() * widths)
+    return counts, edges
+
+
+def histogram2d(x, y, bins=10, range=None, normed=None, weights=None, density=None):
+    """numpy.histogram2d: ``(counts, xedges, yedges)``."""
+    counts, (ex, ey) = histogramdd([x, y], bins, range, weights=weights, density=density)
+    return counts, ex, ey
+
+
+__all__ = [
+    "argwhere",
+    "bincount",
+    "compress",
+    "extract",
+    "flatnonzero",
+    "histogram",
+    "histogram2d",
+    "histogramdd",
+    "nonzero",
+    "union1d",
+    "unique",
+]

@@ -1,0 +1,190 @@
+"""QR and SVD by TSQR, and the randomized ``svd_compressed``, as TRA expressions.
+
+TSQR of a tall matrix A (row blocks A_i, one column block of width k, every A_i with at
+least k rows):
+
+    Transform(qr)                      [Q_i; R_i] per row block, on the block's site
+    Transform(R) -> Concat(0, 0)       the stacked R factors, p k x k: one block
+    Transform(qr)                      [Q2; R] of the stack: the one single-block step
+    Transform(Q) -> Tile(0, k) -> ReKey   Q2 cut back into its p blocks of k rows
+    Join([0,1],[0,1], matmul)          Q_i Q2_i, where Q_i is
+
+The optimizer places every move: where the stack is gathered, where Q2's tiles go. ``svd``
+factors the k x k R (``Transform(svd)``, one block) and multiplies Q by its U. A wide
+matrix is factored through its conjugate transpose (svd) or its leading square block (qr,
+as dask's ``sfqr``). Columns are rechunked into one block, and row blocks shorter than k
+merged, before TSQR (dask raises instead).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...tra import Concat, Join, Tile, Transform
+from ...tra import kernels as K
+from ..rechunk import even_chunks, rechunk_axes
+from ..relations import asarray, rekey, wrap
+from .kernels import QRPack, RowAsVector, Rows, SVDPack, float_dtype
+
+
+def _matrix(a, who):
+    a = asarray(a)
+    if a.ndim != 2:
+        raise ValueError(f"{who}: expected a 2-d array, got {a.ndim} dimensions")
+    dt = float_dtype(a.dtype)
+    return a if a.dtype == dt else a.astype(dt)
+
+
+def rechunked(a, chunks: dict):
+    r = rechunk_axes(a, chunks)
+    return wrap(r.expr, a, extra=r.sources)
+
+
+def tall(a):
+    """``a`` with one column block and every row block at least as long as it is wide."""
+    m, k = a.shape
+    rows = a.chunks[0]
+    if any(c < k for c in rows):
+        rows = even_chunks(m, max(1, min(len(rows), m // max(k, 1))))
+    return rechunked(a, {0: rows, 1: (k,)})
+
+
+def transform(a, kernel):
+    return wrap(Transform(a.expr, kernel), a)
+
+
+def _tsqr(a):
+    """(Q, R) of a tall ``a`` already ``tall``: Q with a's row chunks, R one k x k block."""
+    k = a.shape[1]
+    packed = Transform(a.expr, QRPack(a.dtype))
+    q_local = Transform(packed, Rows(0, -k, "Q"))
+    if a.numblocks[0] == 1:
+        return wrap(q_local, a), wrap(Transform(packed, Rows(-k, None, "R")), a)
+    stacked = rekey(Concat(Transform(packed, Rows(-k, None, "R")), 0, 0), [None, 0])
+    top = Transform(stacked, QRPack(a.dtype))
+    r = Transform(top, Rows(-k, None, "R"))
+    q2 = rekey(Tile(Transform(top, Rows(0, -k, "Q")), 0, k), [2, 1])
+    return wrap(Join(q_local, q2, [0, 1], [0, 1], K.matmul), a), wrap(r, a)
+
+
+def tsqr(data, compute_svd=False, _max_vchunk_size=None):
+    """QR (or SVD with ``compute_svd``) of a tall-and-skinny matrix by TSQR."""
+    a = _matrix(data, "tsqr")
+    if a.shape[0] < a.shape[1]:
+        raise ValueError(f"tsqr: needs a tall matrix (rows >= columns), got shape {a.shape}")
+    a = tall(a)
+    q, r = _tsqr(a)
+    if not compute_svd:
+        return q, r
+    u, s, vh = _svd_square(r)
+    return q @ u, s, vh
+
+
+def _svd_square(r):
+    """U, s, Vh of a single-block square matrix (one ``Transform(svd)``)."""
+    k = r.shape[0]
+    packed = transform(r, SVDPack(r.dtype))
+    real = np.finfo(r.dtype).dtype
+    s = wrap(rekey(Transform(packed.expr, RowAsVector(k, real)), [1]), packed)
+    return transform(packed, Rows(0, k, "U")), s, transform(packed, Rows(k + 1, None, "Vh"))
+
+
+def sfqr(data, name=None):
+    """QR of a short-and-fat matrix: Q, R1 of its leading square block, R = [R1, Q^H A2]."""
+    from ..stacking import concatenate
+    a = _matrix(data, "sfqr")
+    m, n = a.shape
+    if m > n:
+        raise ValueError(f"sfqr: needs a short-and-fat matrix (rows <= columns), got shape {a.shape}")
+    lead = rechunked(a[:, :m], {0: (m,), 1: (m,)})
+    q, r1 = _tsqr(lead)
+    if n == m:
+        return q, r1
+    return q, concatenate([r1, q.conj().T @ a[:, m:]], axis=1)
+
+
+def qr(a):
+    """Reduced QR: TSQR for tall matrices, ``sfqr`` for wide ones."""
+    a = _matrix(a, "qr")
+    return tsqr(a) if a.shape[0] >= a.shape[1] else sfqr(a)
+
+
+def svd_flip(u, v, u_based_decision=False):
+    """dask's sign convention: columns of u / rows of v flipped so that the sums of v's rows
+    (of u's columns with ``u_based_decision``) are non-negative."""
+    from ..reductions import sum as sum_
+    signs = sum_(u, axis=0, keepdims=True) if u_based_decision else sum_(v, axis=1, keepdims=True).T
+    signs = ((signs >= 0).astype(u.dtype) - 0.5) * 2
+    return u * signs, v * signs.T
+
+
+def svd(a, coerce_signs=True):
+    """Thin SVD ``u, s, v`` (v is V^H, as dask) through TSQR (of ``a``, or of a^H if wide)."""
+    a = _matrix(a, "svd")
+    if a.shape[0] >= a.shape[1]:
+        u, s, v = tsqr(a, compute_svd=True)
+    else:
+        vt, s, ut = tsqr(a.conj().T, compute_svd=True)
+        u, v = ut.conj().T, vt.conj().T
+    if coerce_signs:
+        u, v = svd_flip(u, v)
+    return u, s, v
+
+
+def compression_level(n, q, n_oversamples=10, min_subspace_size=20):
+    """The width of the random subspace for a rank-``q`` approximation (dask's rule)."""
+    return min(max(min_subspace_size, q + n_oversamples), n)
+
+
+def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=10, seed=None,
+                       compute=False):
+    """Q^H of an orthonormal basis for the range of ``data`` (randomized range finder):
+    ``data @ Omega`` for a Gaussian Omega, ``n_power_iter`` power (or QR) iterations, TSQR."""
+    from .. import random
+    if iterator not in ("power", "QR"):
+        raise ValueError(f"iterator must be 'power' or 'QR', got {iterator!r}")
+    a = _matrix(data, "compression_matrix")
+    m, n = a.shape
+    comp = compression_level(min(m, n), q, n_oversamples)
+    seed = seed if isinstance(seed, (int, np.integer)) or seed is None else int(
+        np.random.default_rng(seed).integers(2**31))
+    omega = random.standard_normal((n, comp), chunks=(a.chunks[1], (comp,)), seed=seed)
+    if a.dtype != omega.dtype:
+        omega = omega.astype(a.dtype)
+    y = a @ omega
+    for _ in range(n_power_iter):
+        if iterator == "QR":
+            y = tsqr(y)[0]
+            y = a @ tsqr(a.conj().T @ y)[0]
+        else:
+            y = a @ (a.conj().T @ y)
+    return tsqr(y)[0].conj().T
+
+
+def svd_compressed(a, k, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False,
+                   coerce_signs=True):
+    """Rank-``k`` randomized SVD (Halko et al.): project on a random range, SVD the small
+    projection by TSQR, map its left vectors back."""
+    a = _matrix(a, "svd_compressed")
+    if not 0 < k <= min(a.shape):
+        raise ValueError(f"svd_compressed: k must be in [1, {min(a.shape)}], got {k}")
+    comp = compression_matrix(a, k, iterator, n_power_iter, n_oversamples, seed)
+    projected = comp @ a
+    v, s, u = tsqr(projected.conj().T, compute_svd=True)
+    u = comp.conj().T @ u.conj().T
+    v = v.conj().T
+    u, s, v = u[:, :k], s[:k], v[:k, :]
+    if coerce_signs:
+        u, v = svd_flip(u, v)
+    return u, s, v
+
+
+__all__ = [
+    "compression_level",
+    "compression_matrix",
+    "qr",
+    "sfqr",
+    "svd",
+    "svd_compressed",
+    "svd_flip",
+    "tsqr",
+]

@@ -1,0 +1,591 @@
+"""The rest of dask.array's routines, each composed from the TRA-lowered operations of the
+other families (elementwise Joins, reductions, gathers, concatenation): select, piecewise,
+choose, gradient, ediff1d, diag, tri, rot90, average, cov, corrcoef, digitize, ...
+
+User functions (piecewise, fromfunction) run inside chunk kernels and so
+must pickle like any graph content (module-level functions).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .relations import asarray, axes_of, axis_of
+
+
+def _da():
+    import dask_tra.array as da
+    return da
+
+
+# ---------------------------------------------------------------- choosing elements
+
+def select(condlist, choicelist, default=0):
+    """numpy.select: the first true condition picks its choice, else ``default``."""
+    da = _da()
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    conds = [asarray(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if c.dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    dtype = np.result_type(*[getattr(c, "dtype", np.asarray(c).dtype) for c in choicelist], np.asarray(default))
+    out = da.astype(da.broadcast_to(asarray(np.asarray(default, dtype)), np.broadcast_shapes(
+        *[c.shape for c in conds], *[np.shape(c) for c in choicelist])), dtype)
+    for c, v in reversed(list(zip(conds, choicelist))):
+        out = da.where(c, v, out).astype(dtype)
+    return out
+
+
+def _choose(index, *choices):
+    return np.choose(index, choices)
+
+
+def choose(a, choices):
+    """numpy.choose (mode "raise": an index out of range fails when computed, as in dask)."""
+    from .elementwise import elementwise
+    return elementwise("choose", _choose, a, *choices)
+
+
+def _apply_piece(func, args, kw, x):
+    return np.asarray(func(x, *args, **kw), dtype=x.dtype) if callable(func) else np.full_like(x, func)
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """numpy.piecewise with elementwise pieces: ``funclist[i]`` (a callable, applied to the whole
+    chunk, or a scalar) where ``condlist[i]`` holds; one extra function is the otherwise case."""
+    from .elementwise import elementwise
+    da = _da()
+    x = asarray(x)
+    if is_scalar_bool(condlist) or (isinstance(condlist, (list, tuple)) and condlist and
+                                    np.ndim(condlist[0]) == 0 and x.ndim):
+        condlist = [condlist]
+    conds = [da.broadcast_to(asarray(c), x.shape) for c in condlist]
+    if len(funclist) not in (len(conds), len(conds) + 1):
+        raise ValueError(f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} functions "
+                         f"are expected")
+    if len(funclist) == len(conds) + 1:
+        rest = da.logical_not(functools.reduce(da.logical_or, conds)) if conds else da.ones(x.shape, bool)
+        conds, funclist = conds + [rest], list(funclist)
+    out = da.zeros_like(x)
+    for c, f in zip(conds, funclist):
+        piece = elementwise("piece", functools.partial(_apply_piece, f, args, kw), x, dtype=x.dtype)
+        out = da.where(c, piece, out)
+    return out
+
+
+def is_scalar_bool(v):
+    return isinstance(v, (bool, np.bool_))
+
+
+# ---------------------------------------------------------------- differences, gradients
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    da = _da()
+    a = da.ravel(asarray(ary))
+    out = a[1:] - a[:-1]
+    parts = [da.ravel(asarray(np.asarray(v, out.dtype))) for v in (to_begin,) if v is not None]
+    parts += [out] + [da.ravel(asarray(np.asarray(v, out.dtype))) for v in (to_end,) if v is not None]
+    return da.concatenate(parts) if len(parts) > 1 else out
+
+
+def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
+    """numpy.gradient with scalar spacings: central differences inside, one-sided at the edges."""
+    da = _da()
+    f = asarray(f)
+    axes = axes_of(axis, f.ndim) if axis is None or np.ndim(axis) else (axis_of(axis, f.ndim),)
+    if edge_order not in (1, 2):
+        raise ValueError("'edge_order' greater than 2 not supported")
+    spacing = list(varargs) or [1.0]
+    if len(spacing) == 1:
+        spacing = spacing * len(axes)
+    if len(spacing) != len(axes):
+        raise TypeError("invalid number of arguments")
+    if any(np.ndim(h) != 0 for h in spacing):
+        raise NotImplementedError("gradient: coordinate arrays as spacing are not supported (scalars only)")
+    if f.dtype.kind in "biu":
+        f = f.astype(np.float64)
+    out = []
+    for ax, h in zip(axes, spacing):
+        n = f.shape[ax]
+        if n < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at least (edge_order "
+                             "+ 1) elements are required.")
+
+        def s(lo, hi, ax=ax):
+            return f[(slice(None),) * ax + (slice(lo, hi),)]
+        inner = (s(2, None) - s(None, -2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (s(1, 2) - s(0, 1)) / h, (s(-1, None) - s(-2, -1)) / h
+        else:
+            first = (-1.5 * s(0, 1) + 2.0 * s(1, 2) - 0.5 * s(2, 3)) / h
+            last = (0.5 * s(-3, -2) - 2.0 * s(-2, -1) + 1.5 * s(-1, None)) / h
+        g = da.concatenate([first, inner, last], axis=ax)
+        out.append(da.rechunk(g, f.chunks) if g.shape == f.shape else g)
+    return out[0] if len(out) == 1 else out
+
+
+# ---------------------------------------------------------------- matrices
+
+def diag(v, k=0):
+    """numpy.diag: the k-th diagonal of a 2-d array, or a 2-d array with ``v`` on it."""
+    da = _da()
+    v = asarray(v)
+    if v.ndim == 2:
+        return da.diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + abs(k)
+    line = da.concatenate([v, da.zeros(abs(k), dtype=v.dtype)]) if k else v  # entry (i, j) is line[min(i, j)]
+    return da.where(da.eye(n, k=k, dtype=bool, chunks=line.chunks * 2), line[:, None] if k >= 0 else line[None, :],
+                    np.zeros((), v.dtype))
+
+
+def tri(N, M=None, k=0, dtype=float, chunks="auto", **kwargs):
+    da = _da()
+    M = N if M is None else M
+    return da.tril(da.ones((N, M), dtype=dtype, chunks=chunks), k)
+
+
+def fliplr(m):
+    return _da().flip(m, 1)
+
+
+def flipud(m):
+    return _da().flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    da = _da()
+    m = asarray(m)
+    a0, a1 = (axis_of(a, m.ndim) for a in axes)
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return da.flip(da.flip(m, a0), a1)
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return da.transpose(da.flip(m, a1), perm) if k == 1 else da.flip(da.transpose(m, perm), a1)
+
+
+def rollaxis(a, axis, start=0):
+    a = asarray(a)
+    axis = axis_of(axis, a.ndim)
+    start = start + a.ndim if start < 0 else start
+    if not 0 <= start <= a.ndim:
+        raise np.exceptions.AxisError(f"start={start} out of range")
+    return _da().moveaxis(a, axis, start - 1 if axis < start else start)
+
+
+def vdot(a, b):
+    da = _da()
+    a, b = da.ravel(asarray(a)), da.ravel(asarray(b))
+    return da.sum(da.conj(a) * b)
+
+
+# ---------------------------------------------------------------- statistics
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    da = _da()
+    a = asarray(a)
+    if weights is None:
+        avg = da.mean(a, axis=axis, keepdims=keepdims)
+        scl = da.full_like(avg, a.size / max(avg.size, 1) if a.size else 0, dtype=avg.dtype)
+    else:
+        w = asarray(weights)
+        if w.shape != a.shape:
+            if axis is None or w.ndim != 1 or w.shape[0] != a.shape[axis]:
+                raise ValueError("Length of weights not compatible with specified axis.")
+            w = da.reshape(w, tuple(w.shape[0] if d == axis_of(axis, a.ndim) else 1 for d in range(a.ndim)))
+        dt = np.result_type(a.dtype, w.dtype, np.float64 if a.dtype.kind in "biu" else a.dtype)
+        scl = da.sum(da.broadcast_to(w, a.shape).astype(dt), axis=axis, keepdims=keepdims)
+        avg = da.sum((a * w).astype(dt), axis=axis, keepdims=keepdims) / scl
+    return (avg, scl) if returned else avg
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, dtype=None):
+    da = _da()
+    x = asarray(m)
+    if x.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    x = da.atleast_2d(x)
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if y is not None:
+        y = da.atleast_2d(asarray(y))
+        if not rowvar and y.shape[0] != 1:
+            y = y.T
+        x = da.concatenate([x, y], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    dt = np.result_type(x.dtype, np.float64) if dtype is None else np.dtype(dtype)
+    x = x.astype(dt)
+    n = x.shape[1]
+    xc = x - da.mean(x, axis=1, keepdims=True)
+    c = (xc @ da.conj(xc).T) / (n - ddof)
+    return da.squeeze(c) if c.shape == (1, 1) else c
+
+
+def corrcoef(x, y=None, rowvar=True):
+    da = _da()
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return c / c
+    d = da.diagonal(c)
+    sd = da.sqrt(da.real(d))
+    out = c / sd[:, None] / sd[None, :]
+    return da.clip(out, -1, 1) if out.dtype.kind != "c" else out
+
+
+def ptp(a, axis=None, keepdims=False):
+    da = _da()
+    return da.max(a, axis=axis, keepdims=keepdims) - da.min(a, axis=axis, keepdims=keepdims)
+
+
+def moment(a, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None):
+    """dask's moment: sum((a - mean)^order) / (n - ddof)."""
+    da = _da()
+    a = asarray(a)
+    if not isinstance(order, (int, np.integer)) or order < 0:
+        raise ValueError("Order must be an integer >= 0")
+    if order < 2:
+        val = da.ones_like(da.mean(a, axis=axis, keepdims=keepdims)) if order == 0 else da.zeros_like(
+            da.mean(a, axis=axis, keepdims=keepdims))
+        return val if dtype is None else val.astype(dtype)
+    n = math.prod(a.shape[d] for d in axes_of(axis, a.ndim))
+    centered = a - da.mean(a, axis=axis, keepdims=True, dtype=dtype)
+    return da.sum(centered ** order, axis=axis, keepdims=keepdims, dtype=dtype) / (n - ddof)
+
+
+# ---------------------------------------------------------------- elementwise helpers
+
+def _digitize(x, bins, right):
+    return np.digitize(x, bins, right=right)
+
+
+def digitize(a, bins, right=False):
+    from .elementwise import elementwise
+    bins = np.asarray(bins)
+    if bins.ndim != 1:
+        raise ValueError("bins must be a 1-d NumPy array")
+    return elementwise("digitize", functools.partial(_digitize, bins=bins, right=right), a, dtype=np.intp)
+
+
+def _i0(x):
+    return np.i0(x)
+
+
+def i0(x):
+    from .elementwise import elementwise
+    return elementwise("i0", _i0, x)
+
+
+def sinc(x):
+    from .elementwise import elementwise
+    return elementwise("sinc", np.sinc, x)
+
+
+def fix(x):
+    da = _da()
+    return da.where(asarray(x) >= 0, da.floor(x), da.ceil(x))
+
+
+def iscomplex(x):
+    da = _da()
+    x = asarray(x)
+    return da.imag(x) != 0 if x.dtype.kind == "c" else da.zeros(x.shape, bool, chunks=x.chunks)
+
+
+def isreal(x):
+    return _da().logical_not(iscomplex(x))
+
+
+def isneginf(x):
+    da = _da()
+    return da.logical_and(da.isinf(x), da.signbit(x))
+
+
+def isposinf(x):
+    da = _da()
+    return da.logical_and(da.isinf(x), da.logical_not(da.signbit(x)))
+
+
+def isnull(values):
+    da = _da()
+    values = asarray(values)
+    return da.isnan(values) if values.dtype.kind in "fc" else da.zeros(values.shape, bool, chunks=values.chunks)
+
+
+def notnull(values):
+    return _da().logical_not(isnull(values))
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """A 0-d boolean RelArray (as dask's), not a Python bool."""
+    da = _da()
+    return da.all(da.isclose(a, b, rtol, atol, equal_nan))
+
+
+# ---------------------------------------------------------------- indices
+
+def indices(dimensions, dtype=int, chunks="auto"):
+    """numpy.indices: a grid of indices, one leading entry per dimension."""
+    da = _da()
+    dimensions = tuple(int(d) for d in dimensions)
+    grids = []
+    for i, n in enumerate(dimensions):
+        shape = tuple(n if j == i else 1 for j in range(len(dimensions)))
+        grids.append(da.broadcast_to(da.reshape(da.arange(n, dtype=dtype, chunks=chunks), shape), dimensions))
+    return da.stack(grids) if grids else da.zeros((0,), dtype=dtype)
+
+
+def fromfunction(function, shape, *, dtype=float, chunks="auto", **kwargs):
+    """numpy.fromfunction: ``function`` called once on the index grids (RelArrays)."""
+    grids = indices(shape, dtype=dtype, chunks=chunks)
+    return function(*[grids[i] for i in range(len(shape))], **kwargs)
+
+
+def meshgrid(*xi, sparse=False, indexing="xy"):
+    """numpy.meshgrid of 1-d arrays (reshapes, then broadcasts unless ``sparse``)."""
+    da = _da()
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    arrays = [da.ravel(asarray(a)) for a in xi]
+    shapes = [[1] * len(arrays) for _ in arrays]
+    for i, a in enumerate(arrays):
+        shapes[i][i] = a.shape[0]
+    if indexing == "xy" and len(arrays) > 1:
+        for s in shapes:
+            s[0], s[1] = s[1], s[0]
+    grids = [da.reshape(a, tuple(s)) for a, s in zip(arrays, shapes)]
+    return grids if sparse else da.broadcast_arrays(*grids)
+
+
+def _from_numpy(values, chunks="auto"):
+    return _da().from_array(np.asarray(values), chunks=chunks)
+
+
+def tril_indices(n, k=0, m=None, chunks="auto"):
+    return tuple(_from_numpy(v, chunks) for v in np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None, chunks="auto"):
+    return tuple(_from_numpy(v, chunks) for v in np.triu_indices(n, k, m))
+
+
+def tril_indices_from(arr, k=0):
+    arr = asarray(arr)
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return tril_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def triu_indices_from(arr, k=0):
+    arr = asarray(arr)
+    if arr.ndim != 2:
+        raise ValueError("input array must be 2-d")
+    return triu_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def _ravel_multi(dims, mode, order, *index):
+    return np.ravel_multi_index(index, dims, mode=mode, order=order)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    from .elementwise import elementwise
+    dims = tuple(int(d) for d in dims)
+    return elementwise("ravel_multi_index", functools.partial(_ravel_multi, dims, mode, order), *multi_index,
+                       dtype=np.intp)
+
+
+def _unravel(shape, order, i, index):
+    return np.unravel_index(index, shape, order=order)[i]
+
+
+def unravel_index(indices, shape, order="C"):
+    from .elementwise import elementwise
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    return tuple(elementwise(f"unravel_index[{i}]", functools.partial(_unravel, shape, order, i), indices,
+                             dtype=np.intp) for i in range(len(shape)))
+
+
+# ---------------------------------------------------------------- joining and cutting
+
+def append(arr, values, axis=None):
+    da = _da()
+    arr, values = asarray(arr), asarray(values)
+    if axis is None:
+        return da.concatenate([da.ravel(arr), da.ravel(values)])
+    return da.concatenate([arr, values], axis=axis)
+
+
+def delete(arr, obj, axis):
+    arr = asarray(arr)
+    axis = axis_of(axis, arr.ndim)
+    keep = np.delete(np.arange(arr.shape[axis]), obj)
+    return arr[(slice(None),) * axis + (keep,)]
+
+
+def insert(arr, obj, values, axis):
+    """numpy.insert along ``axis`` (scalar or 1-d NumPy positions; values broadcast)."""
+    da = _da()
+    arr = asarray(arr)
+    axis = axis_of(axis, arr.ndim)
+    n = arr.shape[axis]
+    pos = np.arange(n + 1)[obj] if isinstance(obj, slice) else np.asarray(obj)
+    scalar = pos.ndim == 0
+    pos = np.where(np.atleast_1d(pos) < 0, np.atleast_1d(pos) + n, np.atleast_1d(pos))
+    values = asarray(values)
+    if scalar and values.ndim == arr.ndim:
+        values = da.moveaxis(values, 0, axis)  # numpy inserts a block of rows at a scalar position
+        count = values.shape[axis]
+    else:
+        count = len(pos) if not scalar else 1
+    shape = list(arr.shape)
+    shape[axis] = count
+    if scalar and values.ndim < arr.ndim:
+        values = da.expand_dims(values, axis) if values.ndim == arr.ndim - 1 else values
+    values = da.broadcast_to(values, tuple(shape)).astype(arr.dtype)
+    joined = da.concatenate([arr, values], axis=axis)
+    new = np.repeat(pos, count) if scalar else pos  # inserted before the element now at that position
+    order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * new]), kind="stable")
+    return joined[(slice(None),) * axis + (order,)]
+
+
+def block(arrays):
+    """numpy.block: nested lists concatenated, innermost along the last axis."""
+    da = _da()
+
+    def depth(x):
+        d = 0
+        while isinstance(x, list):
+            x, d = (x[0] if x else None), d + 1
+        return d
+    levels = depth(arrays)
+    if levels == 0:
+        return asarray(arrays)
+    ndim = max(levels, max(asarray(a).ndim for a in _leaves(arrays)))
+
+    def build(x, level):
+        if not isinstance(x, list):
+            a = asarray(x)
+            return da.reshape(a, (1,) * (ndim - a.ndim) + a.shape) if a.ndim < ndim else a
+        return da.concatenate([build(v, level + 1) for v in x], axis=ndim - levels + level)
+    return build(arrays, 0)
+
+
+def _leaves(x):
+    stack, out = [x], []
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        else:
+            out.append(v)
+    return out
+
+
+def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
+    """dask's coarsen: ``reduction`` over non-overlapping windows (``axes``: axis -> window)."""
+    da = _da()
+    x = asarray(x)
+    if trim_excess:
+        x = x[tuple(slice(0, x.shape[d] - x.shape[d] % axes.get(d, 1)) for d in range(x.ndim))]
+    for d, f in axes.items():
+        if x.shape[d] % f:
+            raise ValueError(f"Coarsening factor does not align with block dimensions: axis {d} of length "
+                             f"{x.shape[d]} is not a multiple of {f}")
+    shape, red = [], []
+    for d, n in enumerate(x.shape):
+        f = axes.get(d, 1)
+        shape += [n // f, f]
+        red.append(2 * d + 1)
+    return reduction(da.reshape(x, tuple(shape)), axis=tuple(red), **kwargs)
+
+
+# ---------------------------------------------------------------- per-chunk user functions
+
+def apply_over_axes(func, a, axes):
+    a = asarray(a)
+    for ax in (axes,) if np.ndim(axes) == 0 else axes:
+        ax = axis_of(ax, a.ndim)
+        res = func(a, ax)
+        a = res if res.ndim == a.ndim else _da().expand_dims(res, ax)
+    return a
+
+
+# ---------------------------------------------------------------- metadata
+
+def shape(a):
+    return asarray(a).shape
+
+
+def ndim(a):
+    return asarray(a).ndim
+
+
+def result_type(*arrays_and_dtypes):
+    from .relations import is_array
+    return np.result_type(*[v.dtype if is_array(v) else v for v in arrays_and_dtypes])
+
+
+def asanyarray(a, dtype=None, chunks="auto", **kwargs):
+    return _da().asarray(a, dtype=dtype, chunks=chunks)
+
+
+__all__ = [
+    "allclose",
+    "append",
+    "apply_over_axes",
+    "asanyarray",
+    "average",
+    "block",
+    "choose",
+    "coarsen",
+    "corrcoef",
+    "cov",
+    "delete",
+    "diag",
+    "digitize",
+    "ediff1d",
+    "fix",
+    "fliplr",
+    "flipud",
+    "fromfunction",
+    "gradient",
+    "i0",
+    "indices",
+    "insert",
+    "iscomplex",
+    "isneginf",
+    "isnull",
+    "isposinf",
+    "isreal",
+    "meshgrid",
+    "moment",
+    "ndim",
+    "notnull",
+    "piecewise",
+    "ptp",
+    "ravel_multi_index",
+    "result_type",
+    "rollaxis",
+    "rot90",
+    "select",
+    "shape",
+    "sinc",
+    "tri",
+    "tril_indices",
+    "tril_indices_from",
+    "triu_indices",
+    "triu_indices_from",
+    "unravel_index",
+    "vdot",
+]

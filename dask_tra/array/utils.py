@@ -1,0 +1,57 @@
+"""``assert_eq`` (dask.array.utils'): compare two arrays, each a RelArray, a dask collection,
+a NumPy array or a scalar. RelArrays are computed (this is a test helper: it computes, as
+dask's does); ``check_chunks`` also runs the TRA reference executor, which checks every
+chunk's shape and dtype against the array's metadata."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+
+
+def _value(x, scheduler, check_chunks, check_dtype):
+    import dask
+
+    from ..core import RelArray
+    if isinstance(x, RelArray):
+        (v,) = dask.compute(x, scheduler=scheduler)
+        v = np.asarray(backends.to_numpy(v))
+        if v.shape != x.shape:
+            raise AssertionError(f"computed shape {v.shape} != declared shape {x.shape}")
+        if check_dtype and v.dtype != x.dtype:
+            raise AssertionError(f"computed dtype {v.dtype} != declared dtype {x.dtype}")
+        if check_chunks:
+            from .testing import reference
+            reference(x)
+        return v
+    if dask.is_dask_collection(x):
+        (v,) = dask.compute(x, scheduler=scheduler)
+        return np.asarray(v)
+    return np.asarray(x)
+
+
+def assert_eq(a, b, check_shape=True, check_graph=True, check_meta=True, check_chunks=True, check_ndim=True,
+              check_type=True, check_dtype=True, equal_nan=True, scheduler="sync", **kwargs):
+    """Raise ``AssertionError`` unless ``a`` and ``b`` agree in ndim, shape, dtype and values
+    (``np.allclose`` with ``kwargs`` such as ``rtol``/``atol``); returns True. ``check_graph``,
+    ``check_meta`` and ``check_type`` are dask-graph details and are accepted as no-ops."""
+    av = _value(a, scheduler, check_chunks, check_dtype)
+    bv = _value(b, scheduler, check_chunks, check_dtype)
+    if check_ndim and av.ndim != bv.ndim:
+        raise AssertionError(f"a and b have different ndim: {av.ndim} != {bv.ndim}")
+    if check_shape and av.shape != bv.shape:
+        raise AssertionError(f"a and b have different shapes: {av.shape} != {bv.shape}")
+    if check_dtype and str(av.dtype) != str(bv.dtype):
+        raise AssertionError(f"a and b have different dtypes: ({av.dtype}, {bv.dtype})")
+    if av.dtype.kind in "fc" or bv.dtype.kind in "fc":
+        ok = av.shape == bv.shape or not check_shape
+        ok = ok and bool(np.allclose(av, bv, equal_nan=equal_nan, **kwargs))
+    else:
+        ok = bool(np.array_equal(av, bv))
+    if not ok:
+        diff = "" if av.shape != bv.shape else f" ({int(np.sum(av != bv))} elements differ)"
+        raise AssertionError(f"a and b have different values{diff}:\n{av!r}\n{bv!r}")
+    return True
+
+
+__all__ = ["assert_eq"]

@@ -1,0 +1,95 @@
+"""The time objective's constants for the connected cluster: measured once, cheaply, and cached.
+
+``cluster_rates(client)`` times, on the cluster itself:
+
+- bandwidth: one worker fetching a 16 MiB block from another (after a small warm-up fetch);
+- per-task overhead: 200 trivial tasks, wall time per task as the client sees it;
+- compute rate: a 512³ float64 matmul on one worker.
+
+About half a second, once per client and set of workers; ``dask_tra.config`` values win over
+measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
+uses the defaults of ``optimizer.Rates`` instead of measuring.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import config
+from ..optimizer import Rates
+
+_measured: dict = {}
+
+
+def _block(nbytes):
+    return np.ones(nbytes // 8)
+
+
+def _nbytes(x):
+    return int(x.nbytes)
+
+
+def _noop(i):
+    return i
+
+
+def _matmul_seconds(n):
+    a = np.random.default_rng(0).standard_normal((n, n))
+    a @ a  # warm-up (BLAS threads, page faults)
+    t0 = time.perf_counter()
+    a @ a
+    return time.perf_counter() - t0
+
+
+def measure(client) -> dict:
+    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
+    workers = sorted(client.scheduler_info()["workers"])
+    out = {}
+    if len(workers) >= 2:
+        src, dst = workers[0], workers[1]
+        for size in (1 << 20, 16 << 20):  # the first fetch warms the connection up
+            block = client.submit(_block, size, workers=[src], pure=False)
+            client.submit(_nbytes, block, workers=[src], pure=False).result()  # made on src
+            t0 = time.perf_counter()
+            client.submit(_nbytes, block, workers=[dst], pure=False).result()
+            took = time.perf_counter() - t0
+            del block
+        out["bandwidth"] = (16 << 20) / max(took, 1e-4)
+    t0 = time.perf_counter()
+    client.gather(client.map(_noop, range(200), pure=False))
+    out["task_overhead"] = (time.perf_counter() - t0) / 200
+    n = 512
+    secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
+    out["flop_rate"] = 2 * n ** 3 / max(secs, 1e-6)
+    return out
+
+
+def _in_event_loop(client) -> bool:
+    import asyncio
+    try:
+        return asyncio.get_running_loop() is client.loop.asyncio_loop
+    except RuntimeError:
+        return False
+
+
+def current_rates(where) -> Rates:
+    """Rates for planning on ``where`` (a ``Sites``): config, else measured (cached), else defaults."""
+    given = {k: config.get(k) for k in ("bandwidth", "task_overhead", "flop_rate")}
+    rates = {k: float(v) for k, v in given.items() if v is not None}
+    if len(rates) < 3 and where.client is not None and config.get("probe_rates") \
+            and not _in_event_loop(where.client):
+        rates = {**ensure_measured(where.client, where.workers), **rates}
+    return Rates(**rates)
+
+
+def ensure_measured(client, workers=None) -> dict:
+    """The measured rates of ``client``'s cluster (``workers``: its sorted worker addresses),
+    measuring them now if they are not cached. ``diagnostics.measure`` calls it on entry so
+    that the probe's own transfers never fall inside a measured block."""
+    if workers is None:
+        workers = tuple(sorted(client.scheduler_info(n_workers=-1)["workers"]))
+    key = (client.scheduler.address, tuple(workers))
+    if key not in _measured:
+        _measured[key] = measure(client)
+    return _measured[key]

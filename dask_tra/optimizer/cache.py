@@ -1,0 +1,103 @@
+"""Plan reuse: a plan found once is replayed for every expression of the same structure.
+
+The key is the expressions' *structure* (operators, key dims, kernels' names and algebraic
+facts, relation types), not their data or input names; plus the sites and the planning
+settings. An SGD loop builds a new expression every step, with new parameter arrays: every
+step after the first finds the first step's plan here and skips the search. With the placed
+inputs where they were, ``plan_many`` replays the plan's choices onto the new expression's
+nodes; with them elsewhere (last step's outputs land where that plan put them, replicas
+come and go), it keeps the choices and re-costs them, one candidate per operator, for the
+new placements. The IA plan is then built from the new nodes and kernels.
+
+Structure tokens are digests computed node by node, children first (iterative; a shared
+node once), so a chain of thousands of operators is hashed in linear time.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+import numpy as np
+
+from ..tra import expr as tra
+from ..tra.dag import walk_many
+
+MAX_PLANS = 256
+_plans: OrderedDict = OrderedDict()
+
+
+def _type_token(t) -> bytes:
+    parts = [repr(t.frontier), t.dtype.str, t.backend]
+    for ax in t.axes:
+        parts.append(repr(ax.key_dims))
+        parts.append(np.ascontiguousarray(ax.sizes).tobytes().hex())
+    if t.keys is not None:
+        parts.append(repr(sorted(t.keys)))
+    return "|".join(parts).encode()
+
+
+def _kernel_token(k) -> str:
+    return repr((type(k).__name__, k.name, k.arity, k.associative, k.commutative,
+                 sorted(k.distributes_over)))
+
+
+def _own_token(node) -> bytes:
+    """What planning reads of one node, besides its children: operator, parameters, type."""
+    if isinstance(node, tra.Input):
+        own = "Input"
+    elif isinstance(node, tra.Join):
+        own = repr(("Join", node.left_keys, node.right_keys, _kernel_token(node.kernel)))
+    elif isinstance(node, tra.Aggregate):
+        own = repr(("Aggregate", node.group_by, _kernel_token(node.kernel)))
+    elif isinstance(node, tra.Transform):
+        own = repr(("Transform", _kernel_token(node.kernel)))
+    elif isinstance(node, tra.ReKey):
+        own = repr(("ReKey", sorted(node.source.items())))
+    elif isinstance(node, tra.Filter):
+        own = "Filter"  # its key set is in its type
+    else:
+        own = node.describe()  # Tile, Concat: parameters only
+    return own.encode() + b"#" + _type_token(node.type)
+
+
+def structure(exprs) -> tuple:
+    """(digest of the whole DAG, nodes in walk order, Input nodes in walk order)."""
+    order = walk_many(exprs)
+    index = {id(n): i for i, n in enumerate(order)}
+    digests = []
+    for n in order:
+        h = hashlib.blake2b(_own_token(n), digest_size=16)
+        for c in n.children:
+            h.update(index[id(c)].to_bytes(4, "little"))
+        digests.append(h.digest())
+    total = hashlib.blake2b(b"".join(digests) + repr([index[id(e)] for e in exprs]).encode(), digest_size=16)
+    return total.digest(), order, [n for n in order if isinstance(n, tra.Input)]
+
+
+def keys(digest, inputs, placements, settings) -> tuple:
+    """(exact key, layout-free key): the exact key adds where placed inputs are; the other only
+    which inputs are placed (a plan found under other placements is re-costed, not searched)."""
+    placed, where = [], []
+    for i, n in enumerate(inputs):
+        if placements and n.name in placements:
+            placed.append(i)
+            where.append((i, repr(sorted((tuple(k), tuple(v)) for k, v in placements[n.name].items()))))
+    exact = (digest, hashlib.blake2b(repr(where).encode(), digest_size=16).digest(), settings)
+    return exact, (digest, tuple(placed), settings)
+
+
+def get(k):
+    hit = _plans.get(k)
+    if hit is not None:
+        _plans.move_to_end(k)
+    return hit
+
+
+def put(k, value):
+    _plans[k] = value
+    while len(_plans) > MAX_PLANS:
+        _plans.popitem(last=False)
+
+
+def clear():
+    _plans.clear()

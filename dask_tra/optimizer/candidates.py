@@ -1,0 +1,278 @@
+"""Every strategy of every TRA operator, costed in closed form (see ``symbolic``).
+
+Each function takes the operator and a ``View`` per input and returns ``{name: Cand}``;
+``only`` restricts it to one strategy (the final costing of a chosen plan). The strategies
+and their names are those of ``strategies`` (which builds their IA plans), move for move:
+
+- contraction: ``bmm`` (broadcast the side that moves fewer bytes, the other partitioned
+  by its output dims), ``cmm`` (co-partition on the join keys, pre-aggregate, shuffle
+  partials), ``align-left``/``align-right`` (keep a placed side, bring the other to its
+  partners), ``rmm`` (replicate onto the output-block grid), ``d=[...]`` (EinDecomp);
+- join alone: ``bcast-left``, ``bcast-right``, ``copart``, ``align-*``;
+- aggregate alone: ``local``, ``two-phase``, ``shuffle``; concat: ``local``, ``shuffle``;
+- per-tuple operators run where their input is.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ia.partitioning import Grid, part
+from ..tra import expr as tra
+from .strategies import partition_vectors
+from .symbolic import (Cand, Moves, cell_flops, finish, gather, grid_layout, grid_need, key_bytes,
+                       key_elements, placing_sites, reduce_to, single, site_sum)
+
+
+def _grid_products(join, grid, s):
+    """Per-site flops when the join's products are computed on ``grid``'s cells."""
+    p = math.prod(grid.groups)
+    flops = cell_flops(join, grid.dims, grid.groups)
+    sites = (np.arange(len(flops)) * s // p) if p else np.zeros(len(flops), np.int64)
+    return site_sum(flops, sites, s)
+
+
+def _side_products(join, layout, pos, frontier, s):
+    """Per-site flops when each product is computed where one side's tuple (single site) sits."""
+    flops = cell_flops(join, pos, frontier)
+    sites = placing_sites(layout)
+    ok = sites >= 0
+    return site_sum(flops[ok], sites[ok], s)
+
+
+def _close(agg, mv: Moves, partial, flops, s, detail=None) -> Cand:
+    out, moved, paper, tasks, how = finish(mv, partial, agg.type, s)
+    nb = key_bytes(agg.type)
+    peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
+    steps = list(mv.steps)
+    if how != "local":
+        steps.append(("aggregate partials", None, moved))
+    return Cand(out, mv.moved + moved, mv.paper + paper, peak, flops, tasks, mv.present,
+                dict(detail or {}, aggregate=how, steps=steps))
+
+
+def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
+    join, g = agg.child, agg.group_by
+    out = join.type.frontier
+    kl, kr = left.type.key_arity, right.type.key_arity
+    lpos = list(range(kl))
+    rpos = [join.right_out[d] for d in range(kr)]
+    views = (left, right)
+    pos = (lpos, rpos)
+    outf = agg.type.frontier
+    cands = {}
+
+    def want(name):
+        return only is None or only == name or (only.startswith("bmm") and name == "bmm")
+
+    def side_partial(layout, i):
+        keep = [d for d in range(len(pos[i])) if pos[i][d] in g]
+        return reduce_to(layout, views[i].type.frontier, keep, outf, [g.index(pos[i][d]) for d in keep])
+
+    if want("bmm"):
+        best = None
+        for b in (0, 1):
+            if only not in (None, "bmm") and only != f"bmm-{'left' if b == 0 else 'right'}":
+                continue
+            o = 1 - b
+            mv = Moves(views, s)
+            keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
+            mv.broadcast(b)
+            lay = mv.place(o, grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s),
+                           f"shuffle by {part(keep, views[o].type.frontier)}")
+            c = _close(agg, mv, side_partial(lay, o),
+                       _side_products(join, lay, pos[o], views[o].type.frontier, s), s,
+                       {"bside": "left" if b == 0 else "right"})
+            if best is None or c.moved < best.moved:
+                best = c
+        if best is not None:
+            cands["bmm"] = best
+    lk, rk = join.left_keys, join.right_keys
+    if lk and want("cmm"):
+        mv = Moves(views, s)
+        mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
+        mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
+        grid = part(lk, out)
+        cands["cmm"] = _close(agg, mv, grid_need(grid, g, outf, s), _grid_products(join, grid, s), s)
+    for f, m, side in ((0, 1, "right"), (1, 0, "left")):
+        if views[f].free or not want(f"align-{side}"):
+            continue
+        c = _align(join, views, f, m, s)
+        if c is None:
+            continue
+        mv, lay = c
+        cands[f"align-{side}"] = _close(agg, mv, side_partial(lay, f),
+                                         _side_products(join, lay, pos[f], views[f].type.frontier, s), s)
+    grids = {"rmm": part(g, out)}
+    if eindecomp:
+        for d in partition_vectors(out, s):
+            dims = tuple(i for i, x in enumerate(d) if x > 1)
+            grids[f"d={list(d)}"] = Grid(dims, tuple(d[i] for i in dims))
+    for name, grid in grids.items():
+        if not want(name):
+            continue
+        mv = Moves(views, s)
+        for i in (0, 1):
+            if set(grid.dims) <= set(pos[i]):
+                local = Grid(tuple(pos[i].index(d) for d in grid.dims), grid.groups)
+                mv.place(i, grid_layout(local, views[i].type.frontier, s), f"shuffle by {local}")
+            else:
+                mv.replicate(i, grid, pos[i], out)
+        cands[name] = _close(agg, mv, grid_need(grid, g, outf, s), _grid_products(join, grid, s), s)
+    return cands
+
+
+def _align(join, views, f, m, s):
+    """Keep side ``f`` where it is (one site per tuple); send side ``m`` to its partners' sites."""
+    fixed, moving = views[f], views[m]
+    if not single(fixed.layout):
+        return None
+    fk, mk = (join.left_keys, join.right_keys) if f == 0 else (join.right_keys, join.left_keys)
+    need = reduce_to(fixed.layout, fixed.type.frontier, list(fk), moving.type.frontier, list(mk))
+    empty = ~need.any(axis=1)
+    need = need.copy()
+    need[empty, 0] = True
+    mv = Moves(views, s)
+    mv.place(f, fixed.layout, "")
+    mv.place(m, need, "send to partners")
+    return mv, fixed.layout
+
+
+def join_alone(join, left, right, s, only=None) -> dict:
+    views = (left, right)
+    kl, kr = left.type.key_arity, right.type.key_arity
+    lpos, rpos = list(range(kl)), [join.right_out[d] for d in range(kr)]
+    pos = (lpos, rpos)
+    outf = join.type.frontier
+    lk, rk = join.left_keys, join.right_keys
+    cands = {}
+
+    def done(mv, layout):
+        flops = _side_products(join, layout, list(range(len(outf))), outf, s) if single(layout) else np.zeros(s)
+        nb = key_bytes(join.type)
+        return Cand(layout, mv.moved, mv.paper, mv.site_in + nb @ layout, flops, int(layout.sum()), mv.present,
+                    {"steps": mv.steps})
+
+    for b, name in ((0, "bcast-left"), (1, "bcast-right")):
+        if only not in (None, name):
+            continue
+        o = 1 - b
+        mv = Moves(views, s)
+        mv.broadcast(b)
+        full = part(range(len(pos[o])), views[o].type.frontier)
+        lay = mv.place(o, grid_layout(full, views[o].type.frontier, s), f"shuffle by {full}")
+        cands[name] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf))
+    if lk and only in (None, "copart"):
+        mv = Moves(views, s)
+        mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
+        mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
+        cands["copart"] = done(mv, grid_layout(part(lk, outf), outf, s))
+    if lk:
+        for f, m, name in ((0, 1, "align-right"), (1, 0, "align-left")):
+            if views[f].free or only not in (None, name):
+                continue
+            c = _align(join, views, f, m, s)
+            if c is not None:
+                mv, lay = c
+                cands[name] = done(mv, gather(lay, views[f].type.frontier, pos[f], outf))
+    return cands
+
+
+def aggregate_alone(agg, child, s, only=None) -> dict:
+    g = agg.group_by
+    f = child.type.frontier
+    outf = agg.type.frontier
+    cands = {}
+    full = part(range(len(f)), f)
+    mv = Moves((child,), s)
+    base = mv.place(0, grid_layout(full, f, s), "") if child.free else child.layout
+    partial = reduce_to(base, f, list(g), outf, list(range(len(g))))
+    local = single(base) and single(partial)
+    k = agg.kernel
+    two_phase = not local and single(base) and k.associative and k.commutative  # replicas: fold once
+    nb = key_bytes(agg.type)
+    if local and only in (None, "local"):
+        cands["local"] = Cand(partial, mv.moved, mv.paper, mv.site_in + nb @ partial, _elements_at(child.type, base, s),
+                              int(partial.sum()), mv.present, {"steps": mv.steps})
+    if two_phase and only in (None, "two-phase"):
+        cands["two-phase"] = _close(agg, _copy(mv), partial, _elements_at(child.type, base, s), s)
+    if not local and only in (None, "shuffle"):
+        m2 = _copy(mv)
+        lay = m2.place(0, grid_layout(part(g, f), f, s), f"shuffle by PART{list(g)}")
+        out = grid_layout(part(range(len(outf)), outf), outf, s)
+        cands["shuffle"] = Cand(out, m2.moved, m2.paper, m2.site_in + nb @ out, _elements_at(child.type, lay, s),
+                                int(out.sum()), m2.present, {"steps": m2.steps})
+    if child.free and only in (None, "local"):
+        m3 = Moves((child,), s)
+        lay = m3.place(0, grid_layout(part(g, f), f, s), "")
+        out = grid_layout(part(range(len(outf)), outf), outf, s)
+        cands["local"] = Cand(out, 0, 0, m3.site_in + nb @ out, _elements_at(child.type, lay, s), int(out.sum()),
+                              m3.present, {"steps": []})
+    return cands
+
+
+def concat(node, child, s, only=None) -> dict:
+    kd = node.key_dim
+    f = child.type.frontier
+    outf = node.type.frontier
+    others = [d for d in range(len(f)) if d != kd]
+    nb = key_bytes(node.type)
+    if not child.free and single(child.layout):
+        red = reduce_to(child.layout, f, others, outf, list(range(len(others))))
+        if single(red):
+            mv = Moves((child,), s)
+            mv.site_in += key_bytes(child.type) @ child.layout
+            return {"local": Cand(red, 0, 0, mv.site_in + nb @ red, np.zeros(s), int(red.sum()), mv.present, {})}
+    mv = Moves((child,), s)
+    mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
+    out = grid_layout(part(range(len(outf)), outf), outf, s)
+    return {"shuffle": Cand(out, mv.moved, mv.paper, mv.site_in + nb @ out, np.zeros(s), int(out.sum()), mv.present,
+                            {"steps": mv.steps})}
+
+
+def per_tuple(node, child, s, only=None) -> dict:
+    f = child.type.frontier
+    mv = Moves((child,), s)
+    base = mv.place(0, grid_layout(part(range(len(f)), f), f, s), "") if child.free else child.layout
+    flops = np.zeros(s)
+    tasks = 0
+    if isinstance(node, tra.ReKey):
+        lay = _rows(base, f, node.type, lambda ok: node.source[ok])
+    elif isinstance(node, tra.Filter):
+        lay = _rows(base, f, node.type, lambda ok: ok)
+    elif isinstance(node, tra.Transform):  # no task of its own: emission fuses it into its reader
+        lay = base
+        flops = _elements_at(child.type, base, s)
+    elif isinstance(node, tra.Tile):
+        lay = np.repeat(base, node.type.frontier[-1], axis=0)
+    else:
+        raise TypeError(node)
+    nb = key_bytes(node.type)
+    return {"local": Cand(lay, 0, 0, key_bytes(child.type) @ base + nb @ lay, flops, tasks, mv.present, {})}
+
+
+def _rows(base, in_frontier, out_type, source):
+    """Layout over ``out_type``'s keys, each row taken from the input key ``source(out key)``."""
+    s = base.shape[1]
+    n = math.prod(out_type.frontier)
+    lay = np.zeros((n, s), bool)
+    keys = list(out_type.iter_keys())
+    if keys:
+        src = np.array([source(k) for k in keys]).reshape(len(keys), -1)
+        rows = np.ravel_multi_index(src.T, in_frontier) if src.shape[1] else np.zeros(len(keys), np.int64)
+        dst = np.ravel_multi_index(np.array(keys).T, out_type.frontier) if out_type.frontier else \
+            np.zeros(len(keys), np.int64)
+        lay[dst] = base[rows]
+    return lay
+
+
+def _elements_at(t, layout, s):
+    return key_elements(t).astype(float) @ layout
+
+
+def _copy(mv: Moves) -> Moves:
+    c = Moves(mv.views, mv.s)
+    c._present, c.moved, c.paper = dict(mv._present), mv.moved, mv.paper
+    c.site_in, c.steps = mv.site_in.copy(), list(mv.steps)
+    return c

@@ -1,0 +1,348 @@
+"""Closed-form costing: layouts as arrays over a relation's key grid, never over block products.
+
+A *layout* says which sites hold each tuple of a relation: a boolean matrix of shape
+``(keys below the frontier, s)``, keys in row-major order (a hole of a sparse relation is
+a row of zero bytes). Every strategy is costed from its inputs' layouts in vectorized
+NumPy:
+
+- a move costs, per tuple, its bytes times the sites that need it and do not hold it;
+- a grid join (bmm/cmm/rmm and EinDecomp's ``d``) needs each input tuple at the sites of
+  the grid cells it belongs to: computed per distinct cell group (at most the number of
+  grid cells), then gathered to the tuples;
+- an aggregation's partial results sit where the products of their group are: the layout
+  that places the products, OR-reduced over the aggregated key dims;
+- per-site compute is the kernel's flops over each grid cell (or each placing tuple) with
+  block extents summed per cell (exact for einsum kernels, whose flops are multilinear).
+
+Work per candidate is linear in the keys of its inputs and outputs and in the grid cells;
+nothing here enumerates block products. The IA plan of the chosen candidate is built
+once, afterwards (``optimizer.build``), and tests check that its exact costing
+(``cost.evaluate_cost``) equals the bytes predicted here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ia.partitioning import Grid, part, site_table
+from ..tra.kernels import Einsum
+from ..tra.relation import RelationType
+
+
+# ---------------------------------------------------------------- per-relation facts
+
+def key_elements(t) -> np.ndarray:
+    """Elements of the chunk at every key below the frontier (row-major; 0 for holes)."""
+    out = t._cache.get("key_elements")
+    if out is None:
+        out = t.chunk_elements().ravel().astype(np.int64) if math.prod(t.frontier) else \
+            np.zeros(0, np.int64)
+        if t.keys is not None:
+            out = out * key_mask(t)
+        out.setflags(write=False)
+        t._cache["key_elements"] = out
+    return out
+
+
+def key_bytes(t) -> np.ndarray:
+    return key_elements(t) * t.dtype.itemsize
+
+
+def key_mask(t) -> np.ndarray:
+    """True for the keys a relation holds (all keys below the frontier unless it has holes)."""
+    n = math.prod(t.frontier)
+    if t.keys is None:
+        return np.ones(n, bool)
+    m = np.zeros(n, bool)
+    if t.keys:
+        m[np.ravel_multi_index(np.array(sorted(t.keys)).T, t.frontier)] = True
+    return m
+
+
+def n_keys(t) -> int:
+    return math.prod(t.frontier)
+
+
+# ---------------------------------------------------------------- layouts
+
+def onehot(sites: np.ndarray, s: int) -> np.ndarray:
+    m = np.zeros((len(sites), s), bool)
+    m[np.arange(len(sites)), sites] = True
+    return m
+
+
+def grid_sites(grid: Grid, frontier, s: int) -> np.ndarray:
+    """``grid.site(key)`` for every key below ``frontier`` (row-major)."""
+    return site_table(grid, tuple(frontier), s).ravel()
+
+
+def grid_layout(grid, frontier, s) -> np.ndarray:
+    return onehot(grid_sites(grid, frontier, s), s)
+
+
+def all_layout(frontier, s) -> np.ndarray:
+    return np.ones((math.prod(frontier), s), bool)
+
+
+def sitemap_layout(mapping: dict, frontier, s) -> np.ndarray:
+    m = np.zeros((math.prod(frontier), s), bool)
+    for k, sites in mapping.items():
+        m[np.ravel_multi_index(k, frontier) if k else 0, list(sites)] = True
+    return m
+
+
+def grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
+    """For a relation whose dim i is dim ``pos[i]`` of the grid's key space: the sites of the
+    grid cells each of its tuples belongs to, as a layout."""
+    n = math.prod(side_frontier)
+    p = math.prod(grid.groups)
+    if n == 0:
+        return np.zeros((0, s), bool)
+    if p == 0:
+        return onehot(np.zeros(n, np.int64), s)
+    coef, c = {}, 1
+    for d, g in reversed(list(zip(grid.dims, grid.groups))):
+        coef[d] = c
+        c *= g
+    side_of = {d: i for i, d in enumerate(pos)}
+    groups = dict(zip(grid.dims, grid.groups))
+    off = np.zeros(1, np.int64)
+    for d in grid.dims:
+        if d not in side_of:
+            off = (off[:, None] + coef[d] * np.arange(groups[d])[None, :]).ravel()
+    base = np.zeros((1,) * len(side_frontier), np.int64)
+    for d in grid.dims:
+        if d in side_of:
+            i = side_of[d]
+            shape = [1] * len(side_frontier)
+            shape[i] = side_frontier[i]
+            base = base + coef[d] * (np.arange(side_frontier[i]) * groups[d] // side_frontier[i]).reshape(shape)
+    base = np.broadcast_to(base, tuple(side_frontier)).ravel()
+    uniq, inv = np.unique(base, return_inverse=True)
+    sites = (uniq[:, None] + off[None, :]) * s // p
+    m = np.zeros((len(uniq), s), bool)
+    m[np.repeat(np.arange(len(uniq)), len(off)), sites.ravel()] = True
+    return m[inv.ravel()]
+
+
+def gather(layout, side_frontier, pos, out_frontier) -> np.ndarray:
+    """Rows of a layout over ``out_frontier`` taken from the side tuple each out key projects to
+    (side dim i is out dim ``pos[i]``)."""
+    if not math.prod(out_frontier):
+        return np.zeros((0, layout.shape[1]), bool)
+    if not out_frontier:
+        return layout[:1]
+    idx = np.indices(tuple(out_frontier)).reshape(len(out_frontier), -1)
+    side = tuple(idx[d] for d in pos)
+    rows = np.ravel_multi_index(side, side_frontier) if side else np.zeros(idx.shape[1], np.int64)
+    return layout[rows]
+
+
+def reduce_to(layout, frontier, keep_dims, out_frontier, out_pos) -> np.ndarray:
+    """OR of a layout over the key dims not in ``keep_dims``; the result is over ``out_frontier``
+    where ``keep_dims[i]`` is out dim ``out_pos[i]`` (other out dims: broadcast)."""
+    s = layout.shape[1]
+    if not math.prod(frontier):
+        return np.zeros((math.prod(out_frontier), s), bool)
+    grid = layout.reshape(tuple(frontier) + (s,))
+    drop = tuple(d for d in range(len(frontier)) if d not in keep_dims)
+    red = grid.any(axis=drop) if drop else grid
+    kept = [d for d in range(len(frontier)) if d in keep_dims]  # order of red's axes
+    shape = [1] * len(out_frontier) + [s]
+    perm = [kept.index(d) for d in keep_dims]
+    red = np.transpose(red, perm + [len(perm)])
+    for i, d in enumerate(keep_dims):
+        shape[out_pos[i]] = frontier[d]
+    red = red.reshape([frontier[d] for d in keep_dims] + [s])
+    order: np.ndarray | list[int] = np.argsort(out_pos) if out_pos else []
+    red = np.transpose(red, list(order) + [len(out_pos)]) if len(out_pos) else red
+    return np.broadcast_to(red.reshape(shape), tuple(out_frontier) + (s,)).reshape(-1, s)
+
+
+def single(layout) -> bool:
+    return bool((layout.sum(axis=1) <= 1).all())
+
+
+# ---------------------------------------------------------------- inputs and candidates
+
+@dataclass
+class View:
+    """A planned relation as a consumer sees it: its type, where it canonically is (``layout``),
+    where copies of it already sit (``present``, a superset: moves by other consumers), and
+    whether it is a free input (a strategy may lay it out at no cost)."""
+
+    type: RelationType
+    layout: np.ndarray
+    present: np.ndarray
+    free: bool = False
+
+
+@dataclass
+class Cand:
+    """One strategy's cost for one operator: what it moves and computes, where its result sits."""
+
+    layout: np.ndarray
+    moved: int = 0
+    paper: int = 0
+    peak: np.ndarray | None = None
+    flops: np.ndarray | None = None
+    tasks: int = 0
+    present: list = field(default_factory=list)  # per input: present after this operator's moves
+    detail: dict = field(default_factory=dict)
+
+
+class Moves:
+    """Accumulates one candidate's moves of its inputs (mirrors ``layout.place``/``broadcast`` and
+    the grid join's replication, byte for byte)."""
+
+    def __init__(self, views, s):
+        self.views, self.s = views, s
+        # one relation read twice (x @ x) is one set of copies, unless it is a free input
+        # (each read places its own)
+        self._slot = [next(j for j, w in enumerate(views) if w is v and not v.free) if not v.free else i
+                      for i, v in enumerate(views)]
+        self._present = {j: views[j].present for j in set(self._slot)}
+        self.moved = self.paper = 0
+        self.site_in = np.zeros(s, np.int64)
+        self.steps = []
+
+    @property
+    def present(self) -> list:
+        """Per input: where copies of it sit after this candidate's moves."""
+        return [self._present[j] for j in self._slot]
+
+    def _get(self, i):
+        return self._present[self._slot[i]]
+
+    def _set(self, i, layout):
+        self._present[self._slot[i]] = layout
+
+    def _base(self, i):
+        """A free input is first placed by PART(all dims), at no cost."""
+        v = self.views[i]
+        if v.free:
+            self._set(i, grid_layout(part(range(v.type.key_arity), v.type.frontier), v.type.frontier, self.s))
+        return self._get(i)
+
+    def _send(self, i, need, what, paper_copies):
+        v = self.views[i]
+        nb = key_bytes(v.type)
+        moved = int(nb @ (need & ~self._get(i)).sum(axis=1))
+        self.moved += moved
+        self.paper += int(key_elements(v.type).sum()) * paper_copies
+        self._set(i, self._get(i) | need)
+        self.site_in += nb @ need
+        self.steps.append((what, i, moved))
+        return need
+
+    def place(self, i, need, what):
+        """Input i laid out as ``need`` (one site per tuple): made there if free, kept if it is
+        already exactly so, else shuffled."""
+        v = self.views[i]
+        nb = key_bytes(v.type)
+        if v.free:
+            self._set(i, need)
+        if v.free or np.array_equal(need, v.layout):
+            self.site_in += nb @ need
+            return need
+        return self._send(i, need, what, 1)
+
+    def broadcast(self, i):
+        self._base(i)
+        return self._send(i, all_layout(self.views[i].type.frontier, self.s), "broadcast", self.s)
+
+    def replicate(self, i, grid, pos, out_frontier):
+        """Input i copied to every cell of ``grid`` (over the join's key space) it belongs to."""
+        self._base(i)
+        v = self.views[i]
+        need = grid_need(grid, pos, v.type.frontier, self.s)
+        copies = math.prod(f for d, f in enumerate(out_frontier) if d not in pos)
+        return self._send(i, need, f"replicate to {grid}", copies)
+
+
+# ---------------------------------------------------------------- per-site compute
+
+def _extent_means(t, pos_of_dim, cell_dims, cell_groups, frontier):
+    """Per chunk axis of relation ``t`` (key dim d is cell-space dim ``pos_of_dim[d]``): the mean
+    extent within each cell, as an array broadcastable over the cell grid (cell_dims order)."""
+    out = []
+    ncell = len(cell_dims)
+    for ax in t.axes:
+        dims = [pos_of_dim[d] for d in ax.key_dims]
+        if len(dims) == 1 and dims[0] in cell_dims:
+            d = dims[0]
+            j = cell_dims.index(d)
+            n, f = cell_groups[j], frontier[d]
+            gid = np.arange(f) * n // f
+            sums = np.bincount(gid, weights=ax.sizes.astype(np.float64), minlength=n)
+            cnt = np.bincount(gid, minlength=n).clip(min=1)
+            shape = [1] * ncell
+            shape[j] = n
+            out.append((sums / cnt).reshape(shape))
+        else:
+            out.append(np.full((1,) * ncell, float(ax.sizes.mean()) if ax.sizes.size else 0.0))
+    return out
+
+
+def cell_flops(join, cell_dims, cell_groups) -> np.ndarray:
+    """Flops of the join's kernel over every cell (row-major over ``cell_groups``): a cell holds,
+    along join-output dim ``cell_dims[j]``, one of ``cell_groups[j]`` contiguous block groups,
+    and every block along the other dims."""
+    frontier = join.type.frontier
+    cell_dims, cell_groups = list(cell_dims), list(cell_groups)
+    if not cell_dims:
+        cell_dims, cell_groups = [], []
+    left = _extent_means(join.left.type, list(range(join.left.type.key_arity)), cell_dims, cell_groups, frontier)
+    right = _extent_means(join.right.type, [join.right_out[d] for d in range(join.right.type.key_arity)],
+                          cell_dims, cell_groups, frontier)
+    count = np.ones((1,) * len(cell_dims))
+    for d, f in enumerate(frontier):
+        if d in cell_dims:
+            j = cell_dims.index(d)
+            n = cell_groups[j]
+            cnt = np.bincount(np.arange(f) * n // f, minlength=n).astype(float)
+            shape = [1] * len(cell_dims)
+            shape[j] = n
+            count = count * cnt.reshape(shape)
+        else:
+            count = count * f
+    k = join.kernel
+    if isinstance(k, Einsum):
+        per = k.flops(left, right)
+    else:
+        per = np.maximum(math.prod(left) if left else 1.0, math.prod(right) if right else 1.0)
+    full = np.broadcast_to(per * count, tuple(cell_groups))
+    return full.ravel()
+
+
+def site_sum(values, sites, s) -> np.ndarray:
+    return np.bincount(sites, weights=values, minlength=s)[:s]
+
+
+def placing_sites(layout) -> np.ndarray:
+    """The (first) site of every row of a single-site layout (rows without a site: -1)."""
+    has = layout.any(axis=1)
+    return np.where(has, layout.argmax(axis=1), -1)
+
+
+# ---------------------------------------------------------------- aggregations
+
+def finish(cand_moves, partial, out_type, s, assoc_comm=True):
+    """ΣL after products/tuples sit per ``partial`` (a layout over the output keys: where each
+    group has a partial result). Returns (out layout, moved, paper, tasks, how)."""
+    nb = key_bytes(out_type)
+    counts = partial.sum(axis=1)
+    tasks = int(counts.sum())
+    if (counts <= 1).all():
+        return partial, 0, 0, tasks, "local"
+    home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
+    moved = int(nb @ (partial & ~home).sum(axis=1))
+    paper = int(key_elements(out_type) @ counts)
+    return home, moved, paper, tasks + int((counts > 1).sum()), "two-phase"
+
+
+__all__ = ["View", "Cand", "Moves", "key_bytes", "key_elements", "grid_layout", "grid_need", "gather",
+           "reduce_to", "all_layout", "sitemap_layout", "cell_flops", "finish", "single", "site_sum",
+           "placing_sites", "onehot", "grid_sites"]

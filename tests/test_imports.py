@@ -1,0 +1,174 @@
+"""The package's import structure, read from the source (nothing is imported):
+
+- module-level imports (those that run when a module is imported: not inside functions, nor
+  under ``if TYPE_CHECKING:``) form no cycle among dask_tra's modules;
+- the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
+  import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.dask),
+  anywhere in their code (function bodies included), and neither does anything they import
+  at module level.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "dask_tra"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+PURE = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer")
+FORBIDDEN = ("dask", "distributed", "dask_tra.dask")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST, module_level: bool) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements; with ``module_level`` only those run at import time (function bodies
+    and ``if TYPE_CHECKING:`` blocks skipped; class bodies and other ifs/trys included)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            elif module_level and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            elif module_level and isinstance(child, ast.If) and _is_type_checking(child.test):
+                for stmt in child.orelse:
+                    visit(ast.Module(body=[stmt], type_ignores=[]))
+            else:
+                visit(child)
+
+    visit(tree)
+    return found
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Absolute names a statement in ``module`` imports: for ``from X import a``, ``X.a`` when
+    that is a module of the package, else ``X`` (a name defined in X)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".") if _is_package(module) else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{source}.{alias.name}"
+        out.append(sub if sub in MODULES else source)
+    return out
+
+
+def import_graph(module_level: bool = True) -> dict[str, set[str]]:
+    """module -> the dask_tra modules it imports (and, for outside names, the names themselves)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        graph[name] = {t for node in _import_nodes(tree, module_level) for t in _targets(name, node)}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle among the graph's own nodes (edges to names outside it are ignored), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph[v]):
+            if w not in graph or w == v:
+                continue
+            if state.get(w) == 1:
+                return path[path.index(w):] + [w]
+            if w not in state:
+                found = dfs(w)
+                if found:
+                    return found
+        path.pop()
+        state[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if v not in state:
+            found = dfs(v)
+            if found:
+                return found
+    return None
+
+
+def _forbidden(target: str) -> bool:
+    return any(_within(target, f) for f in FORBIDDEN)
+
+
+def test_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c", "numpy"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_import_graph_resolves_relative_imports():
+    graph = import_graph()
+    assert "dask_tra.tra.relation" in graph["dask_tra.tra.expr"]
+    assert "dask_tra.backends" in graph["dask_tra.tra.kernels"]  # from .. import backends: a module
+    assert "dask_tra.ia.nodes" in graph["dask_tra.optimizer.layout"]
+
+
+def test_no_module_level_import_cycle():
+    cycle = find_cycle(import_graph(module_level=True))
+    assert cycle is None, "module-level import cycle: " + " -> ".join(cycle or ())
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_pure_layers_import_no_dask(package):
+    graph = import_graph(module_level=False)  # function-level imports count here
+    bad = sorted(f"{m} imports {t}" for m, targets in graph.items() if _within(m, package)
+                 for t in targets if _forbidden(t))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_pure_layers_reach_no_dask_when_imported(package):
+    """What importing the package runs (its modules' module-level imports, transitively, within
+    dask_tra) imports no Dask either. Parent packages' __init__ are not followed: importing
+    dask_tra.tra runs dask_tra/__init__ first, which is the whole library by design."""
+    graph = import_graph(module_level=True)
+    seen: dict[str, str | None] = {m: None for m in graph if _within(m, package)}
+    todo = list(seen)
+    while todo:
+        m = todo.pop()
+        for t in graph.get(m, ()):
+            if _forbidden(t):
+                chain = [t, m]
+                while seen[chain[-1]] is not None:
+                    chain.append(seen[chain[-1]])
+                pytest.fail("dask reached: " + " <- ".join(chain))
+            if t in graph and t not in seen:
+                seen[t] = m
+                todo.append(t)
