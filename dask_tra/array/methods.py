@@ -3,6 +3,7 @@
 Every method builds a TRA expression through the namespace functions; only the
 conversions to Python scalars (``bool(x)``, ``float(x)``, ...) and ``__array__`` compute.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 
 def _da():
     import dask_tra.array as da
+
     return da
 
 
@@ -20,6 +22,7 @@ def chunk_device(expr, sources) -> str:
     of their input chunks)."""
     from .. import backends
     from .kernels import ToBackend
+
     dev = {}
     for node in expr.walk():
         b = backends.get(node.type.backend)
@@ -37,10 +40,12 @@ def chunk_device(expr, sources) -> str:
 def _binary(name, reflected=False):
     def op(self, other):
         from .dispatch import _known
+
         if not _known(other) and not hasattr(other, "dask"):
             return NotImplemented
         f = getattr(_da(), name)
         return f(other, self) if reflected else f(self, other)
+
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
     return op
 
@@ -48,12 +53,14 @@ def _binary(name, reflected=False):
 def _unary(name):
     def op(self):
         return getattr(_da(), name)(self)
+
     return op
 
 
 def _method(name):
     def m(self, *args, **kwargs):
         return getattr(_da(), name)(self, *args, **kwargs)
+
     m.__name__ = name
     m.__doc__ = f"See ``dask_tra.array.{name}``."
     return m
@@ -62,20 +69,175 @@ def _method(name):
 def _scalar(convert):
     def to(self):
         if self.size != 1 and convert is bool:  # NumPy's exception types
-            raise ValueError(f"The truth value of an array with more than one element is ambiguous "
-                             f"(size {self.size}). Use a.any() or a.all()")
+            raise ValueError(
+                f"The truth value of an array with more than one element is ambiguous "
+                f"(size {self.size}). Use a.any() or a.all()"
+            )
         if self.size != 1:
             raise TypeError(f"only arrays of size 1 can be converted to Python scalars (size {self.size})")
         return convert(self.compute().reshape(()).item())
+
     return to
 
 
-_OPS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
-        "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "and": "bitwise_and",
-        "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift",
-        "divmod": "divmod", "matmul": "matmul"}
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal"}
+def _cast(value, dtype):
+    """``value`` cast to ``dtype`` as NumPy's item assignment does (unsafe casting; NumPy's errors,
+    e.g. for NaN into integers or Python ints out of range); a RelArray or dask array stays lazy."""
+    from .relations import asarray, is_array
+
+    if is_array(value) or hasattr(value, "dask"):
+        return asarray(value).astype(dtype)
+    out = np.empty(np.shape(value), dtype)
+    out[...] = value
+    return out
+
+
+def _fitted(value, shape, what, hint=""):
+    """``value`` (cast) with leading unit dims beyond ``len(shape)`` dropped, as NumPy does; ValueError
+    unless it broadcasts to ``shape``."""
+    vs = tuple(value.shape)
+    while len(vs) > len(shape) and vs[0] == 1:
+        vs = vs[1:]
+    try:
+        ok = len(vs) <= len(shape) and np.broadcast_shapes(vs, shape) == tuple(shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"could not broadcast input array from shape {tuple(value.shape)} into shape {tuple(shape)} ({what}){hint}"
+        )
+    return value if vs == tuple(value.shape) else value.reshape(vs)
+
+
+def _key_items(key):
+    """The index's items, with 0-d NumPy arrays as scalars; an array-valued item classified:
+    ``("mask", m)`` for a boolean one (RelArray or NumPy), NotImplementedError for others."""
+    from .relations import is_array
+
+    items = []
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, np.ndarray) and k.ndim == 0:
+            k = k[()]
+        if hasattr(k, "dask") and not is_array(k):
+            k = _da().asarray(k)
+        if is_array(k) or isinstance(k, (list, tuple, np.ndarray)):
+            arr = k if is_array(k) else np.asarray(k)
+            if arr.dtype != np.bool_:
+                what = "a RelArray" if is_array(k) else "an array"
+                raise NotImplementedError(
+                    f"item assignment with {what} of {arr.dtype} indices (integer-array "
+                    f"indexing) is not supported; use a boolean mask, integers or slices"
+                )
+            if arr.ndim == 0:
+                raise NotImplementedError("item assignment with a 0-d boolean array index is not supported")
+            k = ("mask", arr)
+        items.append(k)
+    return items
+
+
+def _assigned(x, key, value):
+    """The RelArray ``x`` becomes with ``x[key] = value`` (see ``__setitem__``), or None when
+    the selection is empty. The mask is built lazily: a boolean index as given; a basic index
+    as per-axis boolean vectors (with ``x``'s chunks) combined by broadcasting ``&``. An
+    array ``value`` is placed into ``x``'s shape by a gather (``take``) along each axis it
+    spans, mapping every position to its index in the selection."""
+    from .indexing import _entries
+    from .rechunk import take
+    from .structure import reshape
+
+    da = _da()
+    items = _key_items(key)
+    masks = [k for k in items if isinstance(k, tuple)]  # ("mask", m): other tuples are arrays
+    if masks:
+        if items[1:] not in ([], [Ellipsis]):  # x[mask] or x[mask, ...]
+            raise NotImplementedError(
+                "item assignment with a boolean mask together with other indices is not supported"
+            )
+        m = masks[0][1]
+        if m.ndim > x.ndim:
+            raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {m.ndim} were indexed")
+        for d in range(m.ndim):
+            if m.shape[d] != x.shape[d]:
+                raise IndexError(
+                    f"boolean index did not match indexed array along axis {d}; size of axis is "
+                    f"{x.shape[d]} but size of corresponding boolean axis is {m.shape[d]}"
+                )
+        v = _fitted(
+            _cast(value, x.dtype),
+            x.shape,
+            "the value of x[mask] = v must broadcast to x's shape",
+            "; NumPy's form, v with one value per true element of the mask, is not supported",
+        )
+        m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
+        y = da.where(m, v, x)
+    else:
+        entries = _entries(x, tuple(items))
+        sel, axes = [], []  # the selection's shape; per axis of x: (kind, selected positions)
+        for kind, k, _ in entries:
+            if kind == "new":
+                sel.append(1)
+                continue
+            ax, n = len(axes), x.shape[len(axes)]
+            if kind == "int":
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} is out of bounds for axis {ax} with size {n}")
+                idx = np.array([k % n])
+            else:
+                idx = np.arange(n)[k]
+                sel.append(len(idx))
+            axes.append((kind, idx))
+        v = _fitted(_cast(value, x.dtype), tuple(sel), "the selection's shape")
+        if 0 in sel:
+            return None
+        mask = None
+        for ax, (kind, idx) in enumerate(axes):
+            n = x.shape[ax]
+            if len(idx) == n:  # every position
+                continue
+            vec = np.zeros(n, np.bool_)
+            vec[idx] = True
+            m = reshape(da.from_array(vec, chunks=(x.chunks[ax],)), (1,) * ax + (n,) + (1,) * (x.ndim - ax - 1))
+            mask = m if mask is None else mask & m
+        if v.ndim:  # an array value: placed into x's shape (its unit dims broadcast in where)
+            vs = (1,) * (len(sel) - v.ndim) + tuple(v.shape)
+            at, placed = 0, []  # v's extent on each axis of x (None's axes dropped, integers' added)
+            for kind, _, _ in entries:
+                if kind != "int":
+                    at += 1
+                if kind != "new":
+                    placed.append(1 if kind == "int" else vs[at - 1])
+            v = reshape(da.asarray(v), tuple(placed))
+            for ax, (kind, idx) in enumerate(axes):
+                n = x.shape[ax]
+                if v.shape[ax] == 1 or np.array_equal(idx, np.arange(n)):
+                    continue
+                order = np.sort(idx)
+                src = np.zeros(n, np.int64)
+                src[idx] = np.arange(len(idx))
+                near = np.searchsorted(order, np.arange(n)).clip(max=len(idx) - 1)  # unselected: a neighbour
+                v = take(v, ax, src[order[near]], out_chunks=x.chunks[ax])
+        y = da.where(True if mask is None else mask, v, x)
+    y = y.astype(x.dtype)
+    return y if y.chunks == x.chunks else y.rechunk(x.chunks)
+
+
+_OPS = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "true_divide",
+    "floordiv": "floor_divide",
+    "mod": "remainder",
+    "pow": "power",
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "lshift": "left_shift",
+    "rshift": "right_shift",
+    "divmod": "divmod",
+    "matmul": "matmul",
+}
+_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
 
 class ArrayMethods:
@@ -134,11 +296,18 @@ class ArrayMethods:
 
     def to_device(self, device, /, *, stream=None):
         if device is not None and device != self.device:
-            raise ValueError(f"unsupported device {device!r} for chunks on {self.device!r}; "
-                             f"convert with to_backend(backend, device)")
+            raise ValueError(
+                f"unsupported device {device!r} for chunks on {self.device!r}; convert with to_backend(backend, device)"
+            )
         return self
 
     def copy(self):
+        """A new array object over the same expression (item assignment rebinds only its target)."""
+        return type(self)(self.expr, self.sources)
+
+    def compute_chunk_sizes(self):
+        """``self``: a RelArray's chunks are always known (its relation type carries them), so
+        there is nothing to compute (dask.array's method for unknown, ``nan``, chunks)."""
         return self
 
     def __len__(self):
@@ -152,33 +321,52 @@ class ArrayMethods:
 
     def __getitem__(self, index):
         from .indexing import getitem
+
         return getitem(self, index)
 
     def __setitem__(self, index, value):
-        raise TypeError("RelArrays are immutable: use dask_tra.array.where(mask, value, x) instead")
+        """``x[index] = value``, as dask.array does it: ``x`` (this object) is rebound to a new lazy
+        expression, ``where(mask, value, x)`` cast to ``x.dtype``; arrays derived from ``x`` before
+        keep the old values. ``index``: a boolean mask (RelArray or NumPy) over ``x``'s shape or
+        its leading axes, with ``value`` broadcastable to ``x.shape`` (dask's semantics, not
+        NumPy's ``value`` of length ``mask.sum()``); or a basic index (integers, slices, ``...``,
+        ``None``) with ``value`` broadcastable to the selection. Errors are raised here, before
+        anything changes."""
+        y = _assigned(self, index, value)
+        if y is None:  # an empty selection
+            return
+        self.expr, self.sources, self.chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
+        self._plans, self._last_explain = {}, None  # plans of the old expression
 
     def __array__(self, dtype=None, copy=None):
         from ..backends import to_numpy
+
         out = to_numpy(self.compute())  # CuPy/torch results: the explicit copy to host
         return out if dtype is None else out.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .dispatch import array_ufunc
+
         return array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         from .dispatch import array_function
+
         return array_function(func, types, args, kwargs)
 
     def __array_namespace__(self, *, api_version=None):
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}")
         from . import namespace
+
         return namespace
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
-                                    ("copy", copy)) if v is not None}
+        kwargs = {
+            k: v
+            for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
+            if v is not None
+        }
         return np.asarray(self).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
@@ -188,12 +376,14 @@ class ArrayMethods:
     def blocks(self):
         """``x.blocks[i, j]``: the array made of the selected blocks."""
         from .blockwise import BlockView
+
         return BlockView(self)
 
     @property
     def vindex(self):
         """``x.vindex[rows, cols]``: point-wise indexing with broadcast integer arrays."""
         from .blockwise import VIndex
+
         return VIndex(self)
 
     def map_blocks(self, func, *args, **kwargs):
@@ -216,6 +406,7 @@ class ArrayMethods:
 
     def _repr_html_(self):
         from .display import repr_html
+
         return repr_html(self)
 
 
@@ -228,9 +419,32 @@ for _py, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "absolute")
     setattr(ArrayMethods, f"__{_py}__", _unary(_name))
 for _py, _convert in (("bool", bool), ("int", int), ("float", float), ("complex", complex)):
     setattr(ArrayMethods, f"__{_py}__", _scalar(_convert))
-for _name in ("astype", "sum", "prod", "mean", "var", "std", "min", "max", "argmin", "argmax", "any", "all",
-              "cumsum", "cumprod", "dot", "swapaxes", "squeeze", "ravel", "rechunk", "round", "clip", "conj",
-              "repeat", "to_backend"):
+for _name in (
+    "astype",
+    "sum",
+    "prod",
+    "mean",
+    "var",
+    "std",
+    "min",
+    "max",
+    "argmin",
+    "argmax",
+    "any",
+    "all",
+    "cumsum",
+    "cumprod",
+    "dot",
+    "swapaxes",
+    "squeeze",
+    "ravel",
+    "rechunk",
+    "round",
+    "clip",
+    "conj",
+    "repeat",
+    "to_backend",
+):
     setattr(ArrayMethods, _name, _method(_name))
 ArrayMethods.conjugate = ArrayMethods.conj
 del _py, _name, _convert

@@ -89,8 +89,13 @@ def _dev(device):
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """``copy=True``: a new array that a later item assignment to ``obj`` (or a change of the
+    NumPy data it wraps) leaves alone."""
     _dev(device)
-    return _da.asarray(obj, dtype=dtype)
+    if copy and not _is_array(obj):
+        obj = _np.array(obj, copy=True)
+    out = _da.asarray(obj, dtype=dtype)
+    return out.copy() if copy and out is obj else out
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
