@@ -1,4 +1,5 @@
 """dask_tra: blocked arrays as tensor relations, planned by a cost-based optimizer, run on Dask."""
+
 from . import config, diagnostics
 from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at dask_tra.array)
 from .array import __all__ as _array_all

@@ -1,4 +1,5 @@
 """Command line: ``python -m dask_tra demo``."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,7 @@ def main(argv=None) -> int:
     demo.add_argument("--scale", type=float, default=1.0, help="scale the matrix sizes (1.0 = full demo)")
     args = parser.parse_args(argv)
     from .demo import run_demo
+
     return run_demo(scheduler=args.scheduler, workers=args.workers, scale=args.scale)
 
 

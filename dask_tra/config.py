@@ -18,12 +18,24 @@
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,
   ``"d=[...]"``), or {kind: strategy}; None lets the optimizer choose.
 """
+
 from __future__ import annotations
 
 import dask.config
 
-DEFAULTS = {"sites": 4, "backend": "numpy", "device": None, "memory_limit": None, "gpu_memory_limit": 0.8,
-            "keep": 6, "force": None, "bandwidth": None, "task_overhead": None, "flop_rate": None, "probe_rates": True}
+DEFAULTS = {
+    "sites": 4,
+    "backend": "numpy",
+    "device": None,
+    "memory_limit": None,
+    "gpu_memory_limit": 0.8,
+    "keep": 6,
+    "force": None,
+    "bandwidth": None,
+    "task_overhead": None,
+    "flop_rate": None,
+    "probe_rates": True,
+}
 
 
 def get(name: str):
@@ -39,5 +51,6 @@ def set(**settings):
             raise KeyError(f"unknown dask_tra setting {name!r}; known: {sorted(DEFAULTS)}")
     if settings.get("backend") is not None:
         from . import backends
+
         backends.get(settings["backend"])  # ValueError naming the known backends
     return dask.config.set({f"dask_tra.{k}": v for k, v in settings.items()})

@@ -1,4 +1,5 @@
 """RelArray: a chunked array held as a tensor relation, with a lazy TRA expression behind it."""
+
 from __future__ import annotations
 
 import math
@@ -71,8 +72,10 @@ class RelArray(ArrayMethods, DaskCollection):
 
     def __repr__(self):
         ops = sum(1 for n in self.expr.walk() if n.children)
-        return (f"dask_tra.RelArray<{self.name}, shape={self.shape}, dtype={self.dtype}, "
-                f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, tra_ops={ops}>")
+        return (
+            f"dask_tra.RelArray<{self.name}, shape={self.shape}, dtype={self.dtype}, "
+            f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, tra_ops={ops}>"
+        )
 
 
 __all__ = ["RelArray"]

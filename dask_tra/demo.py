@@ -1,5 +1,6 @@
 """The demo: the TRA paper's three matmul shapes, scaled to one machine, planned and run on a
 Dask cluster with dask_tra and with dask.array on the same inputs."""
+
 from __future__ import annotations
 
 import time
@@ -22,13 +23,14 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     if scheduler:
         client, cluster = Client(scheduler), None
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0")
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
     n = len(client.scheduler_info(n_workers=-1)["workers"])
     print(f"dask_tra demo on {n} workers (dashboard: {client.dashboard_link})\n")
-    header = f"{'shape':18s} {'I×K×J':>18s} {'strategy':>10s} {'predicted':>11s} {'measured':>11s} " \
-             f"{'dask_tra':>9s} {'dask.array':>11s} {'da moved':>10s}"
+    header = (
+        f"{'shape':18s} {'I×K×J':>18s} {'strategy':>10s} {'predicted':>11s} {'measured':>11s} "
+        f"{'dask_tra':>9s} {'dask.array':>11s} {'da moved':>10s}"
+    )
     print(header)
     print("-" * len(header))
     ok = True
@@ -50,12 +52,16 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
             same = np.allclose(got, want, rtol=1e-8, atol=1e-8)
             ok &= same
             op = z.explain().operators[0]
-            print(f"{name:18s} {f'{i}×{k}×{j}':>18s} {op.strategy:>10s} {fmt_bytes(m.predicted_bytes):>11s} "
-                  f"{fmt_bytes(m.bytes_moved):>11s} {t_tra:8.2f}s {t_da:10.2f}s {fmt_bytes(md.bytes_moved):>10s}"
-                  + ("" if same else "  RESULTS DIFFER"))
-        print("\npredicted/measured: worker-to-worker bytes of dask_tra's plan (measured from the "
-              "workers' transfer logs);\nda moved: what dask.array moved for the same product. "
-              "The last plan in full:\n")
+            print(
+                f"{name:18s} {f'{i}×{k}×{j}':>18s} {op.strategy:>10s} {fmt_bytes(m.predicted_bytes):>11s} "
+                f"{fmt_bytes(m.bytes_moved):>11s} {t_tra:8.2f}s {t_da:10.2f}s {fmt_bytes(md.bytes_moved):>10s}"
+                + ("" if same else "  RESULTS DIFFER")
+            )
+        print(
+            "\npredicted/measured: worker-to-worker bytes of dask_tra's plan (measured from the "
+            "workers' transfer logs);\nda moved: what dask.array moved for the same product. "
+            "The last plan in full:\n"
+        )
         print(z.explain())
     finally:
         client.close()

@@ -1,4 +1,5 @@
 """Measuring what a computation moved between workers, next to what its plan predicted."""
+
 from __future__ import annotations
 
 _ACTIVE: list = []
@@ -58,11 +59,14 @@ class measure:
     def __enter__(self):
         if self.client is None:
             from distributed import default_client
+
             self.client = default_client()
         self.workers = set(self.client.scheduler_info(n_workers=-1)["workers"])
         from . import config
+
         if config.get("probe_rates"):  # before the snapshot: the probe's transfers are not the plan's
             from .dask.rates import ensure_measured
+
             ensure_measured(self.client, tuple(sorted(self.workers)))
         self.marks = self.client.run(_log_mark)
         _ACTIVE.append(self)
@@ -73,8 +77,14 @@ class measure:
         # only the workers measured at the start (a worker that joined meanwhile has no mark;
         # one that left has taken its log with it: the measurement is then incomplete)
         alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
-        rows = self.client.run(_incoming_since, self.marks, sorted(self.workers), self.reads,
-                               workers=sorted(alive & set(self.marks)), on_error="return")
+        rows = self.client.run(
+            _incoming_since,
+            self.marks,
+            sorted(self.workers),
+            self.reads,
+            workers=sorted(alive & set(self.marks)),
+            on_error="return",
+        )
         rows = {w: r for w, r in rows.items() if isinstance(r, tuple)}
         self.bytes_moved = sum(r[0] for r in rows.values())
         self.other_bytes = sum(r[2] for r in rows.values())
@@ -88,8 +98,10 @@ class measure:
         return None if self.bytes_moved is None else self.bytes_moved - self.other_bytes
 
     def __repr__(self):
-        return (f"measure(bytes_moved={self.bytes_moved}, predicted_bytes={self.predicted_bytes}, "
-                f"other_bytes={self.other_bytes})")
+        return (
+            f"measure(bytes_moved={self.bytes_moved}, predicted_bytes={self.predicted_bytes}, "
+            f"other_bytes={self.other_bytes})"
+        )
 
 
 def _log_mark(dask_worker):

@@ -21,6 +21,7 @@ Not covered: ``DataArray.map_blocks``/``xr.map_blocks`` build dask.array graphs 
 chunk-manager hook), so their results are dask.arrays over the RelArray's graph; use
 ``apply_ufunc(..., dask="parallelized")`` to stay in dask_tra.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,6 +34,7 @@ except ImportError:  # xarray missing: the entry point is never loaded without i
 
 def _is_relarray(data) -> bool:
     from .core import RelArray
+
     return isinstance(data, RelArray)
 
 
@@ -57,8 +59,10 @@ def _step_dask_aside():
         from xarray.namedarray.daskmanager import DaskManager
     except ImportError:
         return
-    for name, wrapper in (("is_chunked_array", _dask_declines_relarrays),
-                          ("from_array", _dask_from_array_keeps_relarrays)):
+    for name, wrapper in (
+        ("is_chunked_array", _dask_declines_relarrays),
+        ("from_array", _dask_from_array_keeps_relarrays),
+    ):
         if getattr(DaskManager, name) is not wrapper:
             _dask_methods[name] = getattr(DaskManager, name)
             setattr(DaskManager, name, wrapper)
@@ -71,6 +75,7 @@ class DaskTraManager(ChunkManagerEntrypoint):
 
     def __init__(self):
         from .core import RelArray
+
         self.array_cls = RelArray
         _step_dask_aside()
 
@@ -82,10 +87,12 @@ class DaskTraManager(ChunkManagerEntrypoint):
 
     def normalize_chunks(self, chunks, shape=None, limit=None, dtype=None, previous_chunks=None):
         from dask.array.core import normalize_chunks
+
         return normalize_chunks(chunks, shape=shape, limit=limit, dtype=dtype, previous_chunks=previous_chunks)
 
     def from_array(self, data, chunks, **kwargs):
         import dask_tra.array as da
+
         if isinstance(chunks, tuple) and "auto" in chunks and any(s == 0 for s in data.shape):
             chunks = data.shape
         return da.from_array(data, chunks=chunks, name=kwargs.get("name"), lock=kwargs.get("lock", False))
@@ -95,15 +102,18 @@ class DaskTraManager(ChunkManagerEntrypoint):
 
     def compute(self, *data, **kwargs):
         import dask
+
         return dask.compute(*data, **kwargs)
 
     def persist(self, *data, **kwargs):
         import dask
+
         return dask.persist(*data, **kwargs)
 
     @property
     def array_api(self):
         import dask_tra.array as da
+
         return da
 
     def reduction(self, arr, func, combine_func=None, aggregate_func=None, axis=None, dtype=None, keepdims=False):
@@ -113,48 +123,111 @@ class DaskTraManager(ChunkManagerEntrypoint):
         import dask_tra.array as da
 
         from .array.relations import axes_of
+
         axes = axes_of(axis, arr.ndim)
-        partial = da.map_blocks(func, arr, axis=axes, keepdims=True, dtype=dtype,
-                                chunks=tuple((1,) * len(c) if d in axes else c for d, c in enumerate(arr.chunks)))
+        partial = da.map_blocks(
+            func,
+            arr,
+            axis=axes,
+            keepdims=True,
+            dtype=dtype,
+            chunks=tuple((1,) * len(c) if d in axes else c for d, c in enumerate(arr.chunks)),
+        )
         partial = partial.rechunk({d: -1 for d in axes})
         final = aggregate_func or combine_func or func
         kept = tuple(c for d, c in enumerate(partial.chunks) if d not in axes)
         if keepdims:
-            return da.map_blocks(final, partial, axis=axes, keepdims=True, dtype=dtype,
-                                 chunks=tuple((1,) if d in axes else c for d, c in enumerate(partial.chunks)))
-        return da.map_blocks(final, partial, axis=axes, keepdims=False, dtype=dtype, drop_axis=list(axes),
-                             chunks=kept)
+            return da.map_blocks(
+                final,
+                partial,
+                axis=axes,
+                keepdims=True,
+                dtype=dtype,
+                chunks=tuple((1,) if d in axes else c for d, c in enumerate(partial.chunks)),
+            )
+        return da.map_blocks(final, partial, axis=axes, keepdims=False, dtype=dtype, drop_axis=list(axes), chunks=kept)
 
     def scan(self, func, binop, ident, arr, axis=None, dtype=None, **kwargs):
         """``func`` along ``axis`` after making that axis one block (xarray's ffill/bfill)."""
         import dask_tra.array as da
+
         whole = arr.rechunk({axis: -1})
         return da.map_blocks(func, whole, axis=axis, dtype=dtype if dtype is not None else arr.dtype)
 
-    def apply_gufunc(self, func, signature, *args, axes=None, axis=None, keepdims=False, output_dtypes=None,
-                     output_sizes=None, vectorize=None, allow_rechunk=False, meta=None, **kwargs):
+    def apply_gufunc(
+        self,
+        func,
+        signature,
+        *args,
+        axes=None,
+        axis=None,
+        keepdims=False,
+        output_dtypes=None,
+        output_sizes=None,
+        vectorize=None,
+        allow_rechunk=False,
+        meta=None,
+        **kwargs,
+    ):
         import dask_tra.array as da
-        return da.apply_gufunc(func, signature, *args, axes=axes, axis=axis, keepdims=keepdims,
-                               output_dtypes=output_dtypes, output_sizes=output_sizes, vectorize=vectorize,
-                               allow_rechunk=allow_rechunk, meta=meta, **kwargs)
+
+        return da.apply_gufunc(
+            func,
+            signature,
+            *args,
+            axes=axes,
+            axis=axis,
+            keepdims=keepdims,
+            output_dtypes=output_dtypes,
+            output_sizes=output_sizes,
+            vectorize=vectorize,
+            allow_rechunk=allow_rechunk,
+            meta=meta,
+            **kwargs,
+        )
 
     def map_blocks(self, func, *args, dtype=None, chunks=None, drop_axis=None, new_axis=None, **kwargs):
         import dask_tra.array as da
-        return da.map_blocks(func, *args, dtype=dtype, chunks=chunks, drop_axis=drop_axis, new_axis=new_axis,
-                             **kwargs)
 
-    def blockwise(self, func, out_ind, *args, name=None, token=None, dtype=None, adjust_chunks=None,
-                  new_axes=None, align_arrays=True, concatenate=None, meta=None, **kwargs):
+        return da.map_blocks(func, *args, dtype=dtype, chunks=chunks, drop_axis=drop_axis, new_axis=new_axis, **kwargs)
+
+    def blockwise(
+        self,
+        func,
+        out_ind,
+        *args,
+        name=None,
+        token=None,
+        dtype=None,
+        adjust_chunks=None,
+        new_axes=None,
+        align_arrays=True,
+        concatenate=None,
+        meta=None,
+        **kwargs,
+    ):
         import dask_tra.array as da
-        return da.blockwise(func, out_ind, *args, name=name, dtype=dtype, adjust_chunks=adjust_chunks,
-                            new_axes=new_axes, align_arrays=align_arrays, concatenate=concatenate, meta=meta,
-                            **kwargs)
+
+        return da.blockwise(
+            func,
+            out_ind,
+            *args,
+            name=name,
+            dtype=dtype,
+            adjust_chunks=adjust_chunks,
+            new_axes=new_axes,
+            align_arrays=align_arrays,
+            concatenate=concatenate,
+            meta=meta,
+            **kwargs,
+        )
 
     def unify_chunks(self, *args, **kwargs):
         """dask's unify_chunks: (array, index) pairs rechunked to the common refinement."""
         import dask_tra.array as da
 
         from .array.blockwise import _common_chunks
+
         pairs = list(zip(args[::2], args[1::2]))
         by_index = {}
         for a, ind in pairs:
@@ -162,25 +235,33 @@ class DaskTraManager(ChunkManagerEntrypoint):
                 for l, c in zip(ind, da.asarray(a).chunks):
                     by_index.setdefault(l, []).append(c)
         unified = {l: _common_chunks(cs) for l, cs in by_index.items()}
-        arrays = [a if ind is None else da.asarray(a).rechunk(tuple(
-            c if sum(c) == 1 and len(c) == 1 else unified[l] for l, c in zip(ind, da.asarray(a).chunks)))
-                  for a, ind in pairs]
+        arrays = [
+            a
+            if ind is None
+            else da.asarray(a).rechunk(
+                tuple(c if sum(c) == 1 and len(c) == 1 else unified[l] for l, c in zip(ind, da.asarray(a).chunks))
+            )
+            for a, ind in pairs
+        ]
         return unified, arrays
 
     def store(self, sources, targets, **kwargs):
         import dask_tra.array as da
+
         kwargs.pop("flush", None)
         return da.store(sources, targets, **kwargs)
 
     def get_auto_chunk_size(self):
         from dask import config
         from dask.utils import parse_bytes
+
         return parse_bytes(config.get("array.chunk-size"))
 
     def shuffle(self, x, indexer, axis, chunks):
         import dask_tra.array as da
 
         from .array.rechunk import take
+
         order = np.concatenate([np.asarray(i, dtype=np.int64) for i in indexer]) if indexer else np.arange(0)
         return take(da.asarray(x), axis, order, tuple(len(i) for i in indexer if len(i)) or None)
 

@@ -5,12 +5,32 @@ tensor-relational expression (Join, Aggregate, ReKey, Filter, Transform, Tile, C
 Inputs) that the optimizer plans as a whole at compute time. One module per family;
 ``docs/api.md`` lists what is supported and what is not.
 """
+
 from numpy import e, inf, nan, newaxis, pi  # noqa: F401
 
 from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
-from . import (blocklayout, contractions, creation, datadependent, elementwise, fill, gufuncs, io, manipulation,
-               nanreductions, padding, quantiles, random, reductions, routines, sorting, stacking, structure,
-               treereduce, utils)
+from . import (
+    blocklayout,
+    contractions,
+    creation,
+    datadependent,
+    elementwise,
+    fill,
+    gufuncs,
+    io,
+    manipulation,
+    nanreductions,
+    padding,
+    quantiles,
+    random,
+    reductions,
+    routines,
+    sorting,
+    stacking,
+    structure,
+    treereduce,
+    utils,
+)
 from . import fft, linalg  # noqa: E402
 from .blockwise import *  # noqa: F401,F403
 from .contractions import *  # noqa: F401,F403
@@ -40,8 +60,21 @@ from .utils import *  # noqa: F401,F403
 from ..core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
 
 # dask.array's dtype aliases (``da.float32``)
-_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
-           "float64", "complex64", "complex128")
+_DTYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 import numpy as _np  # noqa: E402
 
 globals().update({n: getattr(_np, n if n != "bool" else "bool_") for n in _DTYPES})
@@ -50,19 +83,56 @@ globals().update({n: getattr(_np, n if n != "bool" else "bool_") for n in _DTYPE
 def compute(*args, **kwargs):
     """``dask.compute`` (RelArrays are Dask collections)."""
     import dask
+
     return dask.compute(*args, **kwargs)
 
 
 def isdtype(dtype, kind):
     import numpy
+
     return numpy.isdtype(dtype, kind)
 
 
 # ``array`` stays out of __all__: ``from dask_tra.array import *`` in dask_tra must not hide this module
-_FAMILIES = (_blockwise, blocklayout, contractions, creation, datadependent, elementwise, fill, gufuncs, io,
-             manipulation, nanreductions, padding, quantiles, reductions, routines, sorting, stacking, structure,
-             treereduce, utils)
-__all__ = sorted(set().union(*(m.__all__ for m in _FAMILIES)) - {"array"}
-                 | {"rechunk", "random", "fft", "linalg", "diagonal", "trace", "compute", "isdtype", "e", "inf",
-                    "nan", "newaxis", "pi", "Array"}
-                 | set(_DTYPES))
+_FAMILIES = (
+    _blockwise,
+    blocklayout,
+    contractions,
+    creation,
+    datadependent,
+    elementwise,
+    fill,
+    gufuncs,
+    io,
+    manipulation,
+    nanreductions,
+    padding,
+    quantiles,
+    reductions,
+    routines,
+    sorting,
+    stacking,
+    structure,
+    treereduce,
+    utils,
+)
+__all__ = sorted(
+    set().union(*(m.__all__ for m in _FAMILIES)) - {"array"}
+    | {
+        "rechunk",
+        "random",
+        "fft",
+        "linalg",
+        "diagonal",
+        "trace",
+        "compute",
+        "isdtype",
+        "e",
+        "inf",
+        "nan",
+        "newaxis",
+        "pi",
+        "Array",
+    }
+    | set(_DTYPES)
+)

@@ -13,6 +13,7 @@ Concat) whose positions come from the chunks alone, never from the data:
   ``reshape`` then a ``take`` of the block-by-block order along each merged axis (before it,
   along each split axis), the permutation computed from the chunks of the group's axes.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,23 +26,26 @@ from .relations import asarray, axis_of, offsets
 
 # ---------------------------------------------------------------- unify_chunks
 
+
 def unify_chunks(*args, **kwargs):
     """dask.array.unify_chunks(x, 'ij', y, 'jk', ...): ``({index: chunks}, [arrays rechunked])``.
     A dim of extent 1 broadcasts (keeps its chunk); a value whose index is None is passed as is."""
     from .blockwise import _common_chunks
+
     if not args:
         return {}, []
     if len(args) % 2:
         raise ValueError("unify_chunks: arguments must alternate arrays and their indices")
-    pairs = [(asarray(a) if ind is not None else a, None if ind is None else tuple(ind))
-             for a, ind in zip(args[::2], args[1::2])]
+    pairs = [
+        (asarray(a) if ind is not None else a, None if ind is None else tuple(ind))
+        for a, ind in zip(args[::2], args[1::2])
+    ]
     by_index, sizes = {}, {}
     for a, ind in pairs:
         if ind is None:
             continue
         if len(ind) != a.ndim:
-            raise ValueError(f"unify_chunks: index {ind!r} has {len(ind)} entries for an array of "
-                             f"{a.ndim} dimensions")
+            raise ValueError(f"unify_chunks: index {ind!r} has {len(ind)} entries for an array of {a.ndim} dimensions")
         for l, n, c in zip(ind, a.shape, a.chunks):
             if n == 1 and len(c) == 1:
                 by_index.setdefault(l, [])
@@ -62,8 +66,10 @@ def unify_chunks(*args, **kwargs):
 
 # ---------------------------------------------------------------- shuffle
 
+
 def _tolerance():
     from dask import config
+
     return float(config.get("array.chunk-size-tolerance", 1.25))
 
 
@@ -121,6 +127,7 @@ def shuffle(x, indexer, axis, chunks="auto"):
     """dask.array.shuffle: ``x`` reordered along ``axis`` so that each group of positions in
     ``indexer`` (a list of lists) is contiguous and never split between two blocks."""
     from .rechunk import take
+
     x = asarray(x)
     if not isinstance(axis, Integral) or isinstance(axis, bool):
         raise TypeError(f"shuffle: axis must be an integer, got {axis!r}")
@@ -136,7 +143,8 @@ def shuffle(x, indexer, axis, chunks="auto"):
     flat = np.where(flat < 0, flat + n, flat)
     starts = offsets(x.chunks[axis])
     if len(indexer) == len(x.chunks[axis]) and all(
-            list(g) == list(range(int(s), int(s) + c)) for g, s, c in zip(indexer, starts, x.chunks[axis])):
+        list(g) == list(range(int(s), int(s) + c)) for g, s, c in zip(indexer, starts, x.chunks[axis])
+    ):
         return x
     groups = [g for g in indexer if g]
     x = x.rechunk(_other_chunks(x, max(len(g) for g in groups), axis))
@@ -144,6 +152,7 @@ def shuffle(x, indexer, axis, chunks="auto"):
 
 
 # ---------------------------------------------------------------- reshape_blockwise
+
 
 def _groups(short, long):
     """Consecutive dims of ``long`` whose sizes multiply to each dim of ``short``:
@@ -192,6 +201,7 @@ def reshape_blockwise(x, shape, chunks=None):
     NumPy's reshape exactly as dask's does."""
     from .rechunk import take
     from .structure import reshape
+
     x = asarray(x)
     if isinstance(shape, Integral):
         shape = (int(shape),)
@@ -210,12 +220,13 @@ def reshape_blockwise(x, shape, chunks=None):
             raise ValueError(f"reshape_blockwise: chunks {chunks} do not fit the shape {shape}")
         groups = _groups(x.shape, shape)
         if groups is None:
-            raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not split consecutive "
-                                      f"dimensions")
+            raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not split consecutive dimensions")
         for d, dims in groups:
             if dims and _block_products([chunks[v] for v in dims]) != x.chunks[d]:
-                raise ValueError(f"Chunk sizes do not match: dimension {d} has blocks {x.chunks[d]}, the "
-                                 f"blocks of dimensions {dims} hold {_block_products([chunks[v] for v in dims])}")
+                raise ValueError(
+                    f"Chunk sizes do not match: dimension {d} has blocks {x.chunks[d]}, the "
+                    f"blocks of dimensions {dims} hold {_block_products([chunks[v] for v in dims])}"
+                )
         for d, dims in groups:
             order = block_order([chunks[v] for v in dims]) if len(dims) > 1 else None
             if order is not None and (order != np.arange(order.size)).any():
@@ -225,8 +236,7 @@ def reshape_blockwise(x, shape, chunks=None):
         raise ValueError("Setting chunks is not allowed when reducing the number of dimensions.")
     groups = _groups(shape, x.shape)
     if groups is None:
-        raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not merge consecutive "
-                                  f"dimensions")
+        raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not merge consecutive dimensions")
     out_chunks = tuple(_block_products([x.chunks[d] for d in dims]) if dims else (1,) for _, dims in groups)
     y = reshape(x, shape)
     for v, dims in groups:

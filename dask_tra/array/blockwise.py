@@ -16,6 +16,7 @@ Built on it: ``map_blocks`` (dask's index conventions), ``map_overlap`` (halos a
 from the neighbouring blocks, boundaries an index map or constant padding; then trimmed by a
 gather), ``apply_along_axis``, ``apply_gufunc``; ``.blocks`` and ``.vindex`` are gathers.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -40,6 +41,7 @@ from .relations import (
 )
 
 # ---------------------------------------------------------------- kernels
+
 
 class Bundle(tuple):
     """Several blocks travelling together between the Joins of a blockwise call."""
@@ -98,13 +100,14 @@ class BlockFunction(Kernel):
         elif backends.dtype_of(out) != self.dtype:
             out = b.coerce(out, self.dtype)
         if out.ndim != len(self.out):
-            raise ValueError(f"{self.name}: the function returned a block of {out.ndim} dimensions, "
-                             f"expected {len(self.out)} (pass drop_axis/new_axis/chunks)")
+            raise ValueError(
+                f"{self.name}: the function returned a block of {out.ndim} dimensions, "
+                f"expected {len(self.out)} (pass drop_axis/new_axis/chunks)"
+            )
         return out
 
     def out_axes(self, frontier, *in_axes):
-        return tuple(ChunkAxis.const(sizes[0]) if d is None else ChunkAxis.along(d, sizes)
-                     for d, sizes in self.out)
+        return tuple(ChunkAxis.const(sizes[0]) if d is None else ChunkAxis.along(d, sizes) for d, sizes in self.out)
 
     def out_dtype(self, *dtypes):
         return self.dtype
@@ -130,12 +133,21 @@ class BlockInfo:
             info = {}
             for pos, shape, chunks, ind in self.arrays:
                 cl = tuple(at.get(l, 0) if len(c) > 1 else 0 for l, c in zip(ind, chunks))
-                info[pos] = {"shape": shape, "num-chunks": tuple(len(c) for c in chunks),
-                             "array-location": _locations(chunks, cl), "chunk-location": cl}
+                info[pos] = {
+                    "shape": shape,
+                    "num-chunks": tuple(len(c) for c in chunks),
+                    "array-location": _locations(chunks, cl),
+                    "chunk-location": cl,
+                }
             out_shape = tuple(sum(c) for c in self.out_chunks)
-            info[None] = {"shape": out_shape, "num-chunks": tuple(len(c) for c in self.out_chunks),
-                          "array-location": _locations(self.out_chunks, out_loc), "chunk-location": out_loc,
-                          "chunk-shape": tuple(c[i] for c, i in zip(self.out_chunks, out_loc)), "dtype": dtype}
+            info[None] = {
+                "shape": out_shape,
+                "num-chunks": tuple(len(c) for c in self.out_chunks),
+                "array-location": _locations(self.out_chunks, out_loc),
+                "chunk-location": out_loc,
+                "chunk-shape": tuple(c[i] for c, i in zip(self.out_chunks, out_loc)),
+                "dtype": dtype,
+            }
             kw["block_info"] = info
         return kw
 
@@ -150,6 +162,7 @@ def _locations(chunks, loc):
 
 # ---------------------------------------------------------------- blockwise
 
+
 def _takes(func, word):
     try:
         return word in inspect.signature(func).parameters
@@ -163,12 +176,25 @@ def _common_chunks(all_chunks):
     return tuple(int(b - a) for a, b in itertools.pairwise(cuts)) or (0,)
 
 
-def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_chunks=None, new_axes=None,
-              align_arrays=True, concatenate=None, meta=None, **kwargs):
+def blockwise(
+    func,
+    out_ind,
+    *args,
+    name=None,
+    token=None,
+    dtype=None,
+    adjust_chunks=None,
+    new_axes=None,
+    align_arrays=True,
+    concatenate=None,
+    meta=None,
+    **kwargs,
+):
     """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
     their index (``None`` for a value passed as is). See the module doc for the lowering."""
     from .rechunk import rechunk_axes
     from .relations import asarray as _asarray
+
     if len(args) % 2:
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
     out_ind = tuple(out_ind)
@@ -197,12 +223,14 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
                 raise ValueError(f"blockwise: index {l!r} has size {sizes[l]} in one array and {n} in another")
             sizes[l] = n
             chunks.setdefault(l, []).append(c)
-    unified = {l: (_common_chunks(cs) if align_arrays else cs[0]) if l in out_ind else (sizes[l],)
-               for l, cs in chunks.items()}
+    unified = {
+        l: (_common_chunks(cs) if align_arrays else cs[0]) if l in out_ind else (sizes[l],) for l, cs in chunks.items()
+    }
     for l in unified:
         if l not in out_ind and concatenate is False and any(len(c) > 1 for c in chunks[l]):
-            raise NotImplementedError(f"blockwise: index {l!r} is contracted over several blocks; "
-                                      f"pass concatenate=True")
+            raise NotImplementedError(
+                f"blockwise: index {l!r} is contracted over several blocks; pass concatenate=True"
+            )
     for l in out_ind:
         if l not in unified and l not in new_axes:
             if any(l in ind for _, _, ind in arrays):
@@ -211,8 +239,11 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
                 raise ValueError(f"blockwise: output index {l!r} is in no array and not in new_axes")
     parts, extra, infos, sources = [], {}, [], []
     for pos, a, ind in arrays:
-        target = {d: unified[l] for d, l in enumerate(ind) if l in unified and not (
-            a.shape[d] == 1 and len(a.chunks[d]) == 1 and l in out_ind)}
+        target = {
+            d: unified[l]
+            for d, l in enumerate(ind)
+            if l in unified and not (a.shape[d] == 1 and len(a.chunks[d]) == 1 and l in out_ind)
+        }
         if not align_arrays and any(target[d] != a.chunks[d] for d in target):
             raise ValueError("blockwise: chunks do not line up and align_arrays=False")
         r = rechunk_axes(a, target)
@@ -220,8 +251,14 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
         parts.append((rekey(r.expr, kept), [ind[d] for d in kept]))
         extra.update(r.sources)
         sources.append(a)
-        infos.append((pos, a.shape, tuple(unified.get(l, c) if d in target else c
-                                          for d, (l, c) in enumerate(zip(ind, a.chunks))), ind))
+        infos.append(
+            (
+                pos,
+                a.shape,
+                tuple(unified.get(l, c) if d in target else c for d, (l, c) in enumerate(zip(ind, a.chunks))),
+                ind,
+            )
+        )
     out_chunks = []
     for l in out_ind:
         c = unified[l] if l not in new_axes else _new_axis_chunks(new_axes[l])
@@ -232,8 +269,11 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
     template = [a if ind is None else None for a, ind in pairs]
     slots = [pos for pos, _, _ in arrays]
     if dtype is None:
-        dtype = meta.dtype if meta is not None and hasattr(meta, "dtype") else _infer_dtype(
-            func, template, slots, [a for _, a, _ in arrays], kwargs)
+        dtype = (
+            meta.dtype
+            if meta is not None and hasattr(meta, "dtype")
+            else _infer_dtype(func, template, slots, [a for _, a, _ in arrays], kwargs)
+        )
     dtype = check_dtype(dtype)
     want_info, want_id = _takes(func, "block_info"), _takes(func, "block_id")
     expr, dims = parts[0]
@@ -241,8 +281,11 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
     if want_info or want_id:
         frontier_dims = _joined_dims([d for _, d in parts])
         nb = {l: len(unified[l]) for l in frontier_dims}
-        loc = param_relation({k: list(k) for k in np.ndindex(*[nb[l] for l in frontier_dims])},
-                             tuple(nb[l] for l in frontier_dims), what="blocks")
+        loc = param_relation(
+            {k: list(k) for k in np.ndindex(*[nb[l] for l in frontier_dims])},
+            tuple(nb[l] for l in frontier_dims),
+            what="blocks",
+        )
         items = items + [(loc.expr, list(frontier_dims))]
         extra.update(loc.sources)
     fname = name or getattr(func, "__name__", "func")
@@ -254,13 +297,25 @@ def blockwise(func, out_ind, *args, name=None, token=None, dtype=None, adjust_ch
         if step < len(items):
             kernel = BundleBlocks()
         else:
-            kernel = _function(func, fname, template, slots, kwargs, out_ind, out_chunks, joined, dtype, 2,
-                               info and info(joined, out_ind, out_chunks, infos, want_info, want_id))
+            kernel = _function(
+                func,
+                fname,
+                template,
+                slots,
+                kwargs,
+                out_ind,
+                out_chunks,
+                joined,
+                dtype,
+                2,
+                info and info(joined, out_ind, out_chunks, infos, want_info, want_id),
+            )
         expr = Join(expr, rexpr, [dims.index(l) for l in common], [rdims.index(l) for l in common], kernel)
         dims = joined
     if not items:
-        expr = Transform(expr, _function(func, fname, template, slots, kwargs, out_ind, out_chunks, dims,
-                                         dtype, 1, None))
+        expr = Transform(
+            expr, _function(func, fname, template, slots, kwargs, out_ind, out_chunks, dims, dtype, 1, None)
+        )
     expr = rekey(expr, [dims.index(l) if l in dims else None for l in out_ind])
     return wrap(expr, *sources, extra=extra)
 
@@ -279,8 +334,9 @@ def _function(func, name, template, slots, kwargs, out_ind, out_chunks, dims, dt
             out.append((dims.index(l), c))
         else:
             if len(c) != 1:
-                raise NotImplementedError(f"blockwise: output index {l!r} has several blocks but no array "
-                                          f"runs along it")
+                raise NotImplementedError(
+                    f"blockwise: output index {l!r} has several blocks but no array runs along it"
+                )
             out.append((None, c))
     return BlockFunction(func, name, template, slots, kwargs, out, dtype, arity, info)
 
@@ -318,25 +374,41 @@ def _infer_dtype(func, template, slots, arrays, kwargs):
         with np.errstate(all="ignore"):
             return np.asarray(func(*args, **kw)).dtype
     except Exception as e:
-        raise ValueError(f"dtype inference failed in {getattr(func, '__name__', 'func')}: {e!r}. "
-                         f"Please specify the dtype explicitly (dtype=).") from e
+        raise ValueError(
+            f"dtype inference failed in {getattr(func, '__name__', 'func')}: {e!r}. "
+            f"Please specify the dtype explicitly (dtype=)."
+        ) from e
 
 
 def atop(*args, **kwargs):
     """dask's old name for ``blockwise`` (it warns, as dask does)."""
     import warnings
+
     warnings.warn("The da.atop function has moved to da.blockwise", stacklevel=2)
     return blockwise(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- map_blocks
 
-def map_blocks(func, *args, name=None, token=None, dtype=None, chunks=None, drop_axis=None, new_axis=None,
-               enforce_ndim=False, meta=None, **kwargs):
+
+def map_blocks(
+    func,
+    *args,
+    name=None,
+    token=None,
+    dtype=None,
+    chunks=None,
+    drop_axis=None,
+    new_axis=None,
+    enforce_ndim=False,
+    meta=None,
+    **kwargs,
+):
     """dask.array.map_blocks: ``func`` on every block (arrays aligned by their trailing axes)."""
     if not callable(func):
         raise TypeError(f"map_blocks: first argument must be callable, got {type(func).__name__}")
     from .relations import asarray as _asarray
+
     args = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
     arrs = [a for a in args if is_array(a)]
     if not arrs:
@@ -357,8 +429,9 @@ def map_blocks(func, *args, name=None, token=None, dtype=None, chunks=None, drop
     adjust = None
     if chunks is not None:
         if len(chunks) != len(out_ind):
-            raise ValueError(f"map_blocks: chunks {chunks} have {len(chunks)} entries, the output has "
-                             f"{len(out_ind)} dimensions")
+            raise ValueError(
+                f"map_blocks: chunks {chunks} have {len(chunks)} entries, the output has {len(out_ind)} dimensions"
+            )
         adjust = {}
         for l, c in zip(out_ind, chunks):
             if l in new:
@@ -368,8 +441,18 @@ def map_blocks(func, *args, name=None, token=None, dtype=None, chunks=None, drop
     argpairs = []
     for a in args:
         argpairs += [a, tuple(range(a.ndim))[::-1]] if is_array(a) else [a, None]
-    return blockwise(func, out_ind, *argpairs, name=name, dtype=dtype, adjust_chunks=adjust, new_axes=new,
-                     concatenate=True, meta=meta, **kwargs)
+    return blockwise(
+        func,
+        out_ind,
+        *argpairs,
+        name=name,
+        dtype=dtype,
+        adjust_chunks=adjust,
+        new_axes=new,
+        concatenate=True,
+        meta=meta,
+        **kwargs,
+    )
 
 
 # ---------------------------------------------------------------- map_overlap
@@ -437,6 +520,7 @@ def overlap(x, depth, boundary):
     from .creation import full
     from .rechunk import take
     from .stacking import concatenate
+
     depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
     for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
         if lo == hi == 0:
@@ -447,8 +531,15 @@ def overlap(x, depth, boundary):
         src, sizes = _source_positions(n, lo, hi, mode, chunks)
         base = x
         if not isinstance(mode, str):  # constant boundary: pad with the value first
-            pads = [full(x.shape[:axis] + (k,) + x.shape[axis + 1:], mode, dtype=x.dtype,
-                         chunks=x.chunks[:axis] + ((k,),) + x.chunks[axis + 1:]) for k in (lo, hi)]
+            pads = [
+                full(
+                    x.shape[:axis] + (k,) + x.shape[axis + 1 :],
+                    mode,
+                    dtype=x.dtype,
+                    chunks=x.chunks[:axis] + ((k,),) + x.chunks[axis + 1 :],
+                )
+                for k in (lo, hi)
+            ]
             base = concatenate([pads[0]] * bool(lo) + [x] + [pads[1]] * bool(hi), axis=axis)
         x = take(base, axis, src, sizes)
     return x
@@ -457,6 +548,7 @@ def overlap(x, depth, boundary):
 def trim_overlap(x, depth, boundary, original_chunks):
     """Remove the halos ``overlap`` added (none at the outer edges of a ``"none"`` boundary)."""
     from .rechunk import take
+
     depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
     for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
         if lo == hi == 0:
@@ -470,12 +562,12 @@ def trim_overlap(x, depth, boundary, original_chunks):
     return x
 
 
-def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=True, allow_rechunk=True,
-                **kwargs):
+def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=True, allow_rechunk=True, **kwargs):
     """dask.array.map_overlap: ``func`` on blocks extended by ``depth`` elements of their
     neighbours (``boundary``: "reflect", "periodic", "nearest", "none" or a constant at the
     array's edges), then the halos trimmed off (``trim``)."""
     from .relations import asarray as _asarray
+
     if not callable(func):
         func, args = args[0], (func,) + tuple(args[1:])  # the old (x, func, ...) order
     arrays = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
@@ -510,13 +602,16 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
     windows on it (``blockwise``)."""
     from .rechunk import take
     from .relations import asarray as _asarray
+
     x = _asarray(x)
     window_shape = tuple(int(w) for w in np.atleast_1d(window_shape))
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis_of(a, x.ndim) for a in np.atleast_1d(axis))
     if len(axes) != len(window_shape):
-        raise ValueError(f"Since axis is {'None' if axis is None else 'given'}, must provide window_shape for "
-                         f"{'all dimensions of x' if axis is None else 'every axis'}; got {len(window_shape)} "
-                         f"window_shape elements and {len(axes)} axes")
+        raise ValueError(
+            f"Since axis is {'None' if axis is None else 'given'}, must provide window_shape for "
+            f"{'all dimensions of x' if axis is None else 'every axis'}; got {len(window_shape)} "
+            f"window_shape elements and {len(axes)} axes"
+        )
     if any(w < 0 for w in window_shape):
         raise ValueError("`window_shape` cannot contain negative values")
     for ax, w in zip(axes, window_shape):
@@ -528,13 +623,15 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
         out = tuple(int(c) for c in np.diff(cuts) if c) or (0,)
         src = np.concatenate([np.arange(s, s + c + w - 1) for s, c in zip(offsets(out), out)])
         over = take(x, ax, src, tuple(c + w - 1 for c in out))
-        chunks = over.chunks[:ax] + (out,) + over.chunks[ax + 1:] + ((w,),)
-        x = map_blocks(window_block, over, axis=ax, window=w, new_axis=x.ndim, chunks=chunks, dtype=x.dtype,
-                       name="slidingwindow")
+        chunks = over.chunks[:ax] + (out,) + over.chunks[ax + 1 :] + ((w,),)
+        x = map_blocks(
+            window_block, over, axis=ax, window=w, new_axis=x.ndim, chunks=chunks, dtype=x.dtype, name="slidingwindow"
+        )
     return x
 
 
 # ---------------------------------------------------------------- apply_along_axis, apply_gufunc
+
 
 def _along_axis(block, func1d, axis, fargs, fkwargs):
     return np.apply_along_axis(func1d, axis, block, *fargs, **fkwargs)
@@ -544,6 +641,7 @@ def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs)
     """dask.array.apply_along_axis: ``func1d`` on every 1-d slice along ``axis`` (that axis is
     first made one block)."""
     from .relations import asarray as _asarray
+
     arr = _asarray(arr)
     axis = axis_of(axis, arr.ndim)
     if shape is None or dtype is None:
@@ -552,10 +650,20 @@ def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs)
         dtype = test.dtype if dtype is None else dtype
     shape = tuple(shape)
     arr = arr.rechunk({axis: -1})
-    chunks = arr.chunks[:axis] + tuple((s,) for s in shape) + arr.chunks[axis + 1:]
-    return map_blocks(_along_axis, arr, func1d=func1d, axis=axis, fargs=args, fkwargs=kwargs,
-                      drop_axis=axis, new_axis=list(range(axis, axis + len(shape))), chunks=chunks,
-                      dtype=dtype, name=getattr(func1d, "__name__", "alongaxis"))
+    chunks = arr.chunks[:axis] + tuple((s,) for s in shape) + arr.chunks[axis + 1 :]
+    return map_blocks(
+        _along_axis,
+        arr,
+        func1d=func1d,
+        axis=axis,
+        fargs=args,
+        fkwargs=kwargs,
+        drop_axis=axis,
+        new_axis=list(range(axis, axis + len(shape))),
+        chunks=chunks,
+        dtype=dtype,
+        name=getattr(func1d, "__name__", "alongaxis"),
+    )
 
 
 class _Pick:
@@ -569,8 +677,20 @@ class _Pick:
         return self.func(*args, **kwargs)[self.index]
 
 
-def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, output_dtypes=None,
-                 output_sizes=None, vectorize=None, allow_rechunk=False, meta=None, **kwargs):
+def apply_gufunc(
+    func,
+    signature,
+    *args,
+    axes=None,
+    axis=None,
+    keepdims=False,
+    output_dtypes=None,
+    output_sizes=None,
+    vectorize=None,
+    allow_rechunk=False,
+    meta=None,
+    **kwargs,
+):
     """dask.array.apply_gufunc: ``func`` with a NumPy generalized-ufunc ``signature`` (e.g.
     ``"(i),(i)->()"``) over the loop dimensions; core dimensions must be one block each
     (``allow_rechunk=True`` makes them so). Several outputs run the function once per output."""
@@ -578,14 +698,18 @@ def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, o
 
     from .relations import asarray as _asarray
     from .structure import moveaxis
+
     if keepdims:
         raise NotImplementedError("apply_gufunc(keepdims=True) is not supported")
     ins, outs = _parse_gufunc_signature(signature.replace(" ", ""))
     if len(ins) != len(args):
         raise ValueError(f"apply_gufunc: signature {signature!r} takes {len(ins)} arguments, got {len(args)}")
     if vectorize:
-        otypes = None if output_dtypes is None else [np.dtype(t) for t in (
-            output_dtypes if isinstance(output_dtypes, (list, tuple)) else [output_dtypes])]
+        otypes = (
+            None
+            if output_dtypes is None
+            else [np.dtype(t) for t in (output_dtypes if isinstance(output_dtypes, (list, tuple)) else [output_dtypes])]
+        )
         func = np.vectorize(func, signature=signature, otypes=otypes)
     arrays = [_asarray(a) for a in args]
     if axis is not None:
@@ -595,9 +719,11 @@ def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, o
     out_axes = None
     if axes is not None:
         axes = list(axes)
-        in_axes, out_axes = axes[:len(ins)], axes[len(ins):]
-        arrays = [moveaxis(a, [axis_of(v, a.ndim) for v in ax], list(range(a.ndim - len(ax), a.ndim)))
-                  if len(ax) else a for a, ax in zip(arrays, in_axes)]
+        in_axes, out_axes = axes[: len(ins)], axes[len(ins) :]
+        arrays = [
+            moveaxis(a, [axis_of(v, a.ndim) for v in ax], list(range(a.ndim - len(ax), a.ndim))) if len(ax) else a
+            for a, ax in zip(arrays, in_axes)
+        ]
     loop_nd = max(a.ndim - len(core) for a, core in zip(arrays, ins))
     loop = [f"__loop{i}" for i in range(loop_nd)]
     sizes = dict(output_sizes or {})
@@ -612,10 +738,12 @@ def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, o
                 raise ValueError(f"apply_gufunc: core dimension {l!r} has sizes {sizes[l]} and {n}")
             if len(a.chunks[nl + d]) > 1:
                 if not allow_rechunk:
-                    raise ValueError(f"apply_gufunc: core dimension {l!r} consists of multiple chunks; "
-                                     f"rechunk it to one chunk or pass allow_rechunk=True")
+                    raise ValueError(
+                        f"apply_gufunc: core dimension {l!r} consists of multiple chunks; "
+                        f"rechunk it to one chunk or pass allow_rechunk=True"
+                    )
                 a = a.rechunk({nl + d: -1})
-        argpairs += [a, tuple(loop[loop_nd - nl:]) + tuple(core)]
+        argpairs += [a, tuple(loop[loop_nd - nl :]) + tuple(core)]
     multi = len(outs) > 1
     dtypes = output_dtypes
     if dtypes is None:
@@ -631,9 +759,15 @@ def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, o
         if missing:
             raise ValueError(f"apply_gufunc: output core dimension(s) {missing} need output_sizes")
         f = _Pick(func, k) if multi else func
-        r = blockwise(f, tuple(loop) + tuple(core), *argpairs, dtype=dtypes[k],
-                      new_axes={l: sizes[l] for l in core if not any(l in c for c in ins)},
-                      concatenate=True, **kwargs)
+        r = blockwise(
+            f,
+            tuple(loop) + tuple(core),
+            *argpairs,
+            dtype=dtypes[k],
+            new_axes={l: sizes[l] for l in core if not any(l in c for c in ins)},
+            concatenate=True,
+            **kwargs,
+        )
         if out_axes and len(out_axes) > k and len(out_axes[k]):
             r = moveaxis(r, list(range(r.ndim - len(core), r.ndim)), [axis_of(v, r.ndim) for v in out_axes[k]])
         results.append(r)
@@ -641,6 +775,7 @@ def apply_gufunc(func, signature, *args, axes=None, axis=None, keepdims=False, o
 
 
 # ---------------------------------------------------------------- .blocks and .vindex
+
 
 class BlockView:
     """``x.blocks[index]``: the array made of the blocks ``index`` selects (ints keep their axis)."""
@@ -650,13 +785,14 @@ class BlockView:
 
     def __getitem__(self, index):
         from .rechunk import take
+
         x = self.x
         index = index if isinstance(index, tuple) else (index,)
         if sum(i is not Ellipsis for i in index) > x.ndim:
             raise IndexError(f"too many indices for {x.ndim}-d blocks")
         if Ellipsis in index:
             at = index.index(Ellipsis)
-            index = index[:at] + (slice(None),) * (x.ndim - len(index) + 1) + index[at + 1:]
+            index = index[:at] + (slice(None),) * (x.ndim - len(index) + 1) + index[at + 1 :]
         index = index + (slice(None),) * (x.ndim - len(index))
         for axis, sel in enumerate(index):
             chunks = x.chunks[axis]
@@ -701,6 +837,7 @@ class VIndex:
     def __getitem__(self, index):
         from .rechunk import take
         from .structure import moveaxis, reshape
+
         x = self.x
         index = index if isinstance(index, tuple) else (index,)
         if any(i is None or i is Ellipsis for i in index):
@@ -721,10 +858,11 @@ class VIndex:
         for i, n, d in zip(idx, dims, arr_axes):
             if i.size and (i.min() < -n or i.max() >= n):
                 raise IndexError(f"vindex: index out of bounds for axis {d} with size {n}")
-        flat = np.ravel_multi_index([np.broadcast_to(np.where(i < 0, i + n, i), bshape).ravel()
-                                     for i, n in zip(idx, dims)], dims)
+        flat = np.ravel_multi_index(
+            [np.broadcast_to(np.where(i < 0, i + n, i), bshape).ravel() for i, n in zip(idx, dims)], dims
+        )
         x = moveaxis(x, arr_axes, list(range(len(arr_axes))))
-        x = reshape(x, (math.prod(dims),) + tuple(x.shape[len(arr_axes):]))
+        x = reshape(x, (math.prod(dims),) + tuple(x.shape[len(arr_axes) :]))
         x = take(x, 0, flat)
         shape = tuple(bshape) + tuple(x.shape[1:])
         return x if shape == x.shape else reshape(x, shape)

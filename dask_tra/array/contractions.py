@@ -14,6 +14,7 @@ A 2-D matrix product uses the ``matmul`` kernel, so the optimizer sees its class
 With ``combine``/``aggregate`` (EinDecomp's extended einsum, two operands) the kernel
 combines with ``combine`` and both the kernel and the Aggregate fold with ``aggregate``.
 """
+
 from __future__ import annotations
 
 import string
@@ -31,8 +32,16 @@ from .relations import asarray, axis_of, nbytes, rekey, wrap
 from .structure import moveaxis, ravel, reshape, transpose
 from .subscripts import read_subscripts
 
-AGGREGATES = {"add": K.add, "sum": K.add, "multiply": K.mul, "prod": K.mul, "maximum": K.maximum,
-              "max": K.maximum, "minimum": K.minimum, "min": K.minimum}
+AGGREGATES = {
+    "add": K.add,
+    "sum": K.add,
+    "multiply": K.mul,
+    "prod": K.mul,
+    "maximum": K.maximum,
+    "max": K.maximum,
+    "minimum": K.minimum,
+    "min": K.minimum,
+}
 
 
 def _multiply(a, b):
@@ -63,9 +72,17 @@ def _minimum(a, b):
     return npx(a, b).minimum(a, b)
 
 
-COMBINES = {"multiply": _multiply, "add": _add, "subtract": _subtract, "sqdiff": _sqdiff,
-            "squared_difference": _sqdiff, "absdiff": _absdiff, "absolute_difference": _absdiff,
-            "maximum": _maximum, "minimum": _minimum}
+COMBINES = {
+    "multiply": _multiply,
+    "add": _add,
+    "subtract": _subtract,
+    "sqdiff": _sqdiff,
+    "squared_difference": _sqdiff,
+    "absdiff": _absdiff,
+    "absolute_difference": _absdiff,
+    "maximum": _maximum,
+    "minimum": _minimum,
+}
 
 
 def _on_values(fn, xp, a, b):
@@ -85,17 +102,21 @@ def parse(subscripts, arrays):
     sizes = {}
     for i, (s, a) in enumerate(zip(ins, arrays)):
         if len(s) != a.ndim:
-            raise ValueError(f"einstein sum subscripts string contains {len(s)} indices for operand {i}, "
-                             f"which has {a.ndim} dimensions")
+            raise ValueError(
+                f"einstein sum subscripts string contains {len(s)} indices for operand {i}, "
+                f"which has {a.ndim} dimensions"
+            )
         for c, n in zip(s, a.shape):
-            if c in s[:s.index(c)] and sizes.get(c) != n:
-                raise ValueError(f"dimensions in operand {i} for collapsing index '{c}' don't match "
-                                 f"({sizes[c]} != {n})")
+            if c in s[: s.index(c)] and sizes.get(c) != n:
+                raise ValueError(
+                    f"dimensions in operand {i} for collapsing index '{c}' don't match ({sizes[c]} != {n})"
+                )
             if sizes.get(c, 1) == 1:
                 sizes[c] = n
             elif n not in (1, sizes[c]):
-                raise ValueError(f"Size of label '{c}' for operand {i} ({n}) does not match previous "
-                                 f"terms ({sizes[c]}).")
+                raise ValueError(
+                    f"Size of label '{c}' for operand {i} ({n}) does not match previous terms ({sizes[c]})."
+                )
     return ins, out, sizes
 
 
@@ -118,8 +139,19 @@ def _kernel(name_or_fn, table, what):
     raise TypeError(f"einsum: {what} must be a name, a callable or a kernel, got {type(name_or_fn).__name__}")
 
 
-def einsum(subscripts, *operands, dtype=None, optimize=None, combine=None, aggregate=None, out=None,
-           casting="safe", order="K", split_every=None, **kwargs):
+def einsum(
+    subscripts,
+    *operands,
+    dtype=None,
+    optimize=None,
+    combine=None,
+    aggregate=None,
+    out=None,
+    casting="safe",
+    order="K",
+    split_every=None,
+    **kwargs,
+):
     """numpy.einsum over RelArrays; ``combine``/``aggregate`` give the extended einsum."""
     if out is not None:
         raise TypeError("einsum: out= is not supported by dask_tra arrays (they are immutable)")
@@ -146,8 +178,9 @@ def einsum(subscripts, *operands, dtype=None, optimize=None, combine=None, aggre
         return _single(*terms[0], out_s)
     path = [(0, 1)] * (len(terms) - 1)
     if len(terms) > 2:
-        path = np.einsum_path(",".join(s for _, s in terms) + "->" + out_s,
-                              *[_dummy(a) for a, _ in terms], optimize="greedy")[0][1:]
+        path = np.einsum_path(
+            ",".join(s for _, s in terms) + "->" + out_s, *[_dummy(a) for a, _ in terms], optimize="greedy"
+        )[0][1:]
     for step in path:
         picked = [terms[i] for i in step]
         terms = [t for i, t in enumerate(terms) if i not in step]
@@ -179,8 +212,7 @@ def _prepare(a, s, sizes):
     r = rechunk_axes(a, {d: a.chunks[first[c]] for d, c in enumerate(s)})
     a = wrap(r.expr, a, extra=r.sources)
     pairs = [(d, first[c]) for d, c in enumerate(s) if first[c] != d]
-    pred = KeyPred(Bound(dims_equal, tuple(pairs)), f"isEq{pairs}",
-                   frozenset(x for p in pairs for x in p))
+    pred = KeyPred(Bound(dims_equal, tuple(pairs)), f"isEq{pairs}", frozenset(x for p in pairs for x in p))
     uniq = "".join(dict.fromkeys(s))
     expr = rekey(Filter(a.expr, pred), [first[c] for c in uniq])
     return wrap(Transform(expr, K.Einsum(f"{s}->{uniq}")), a), uniq
@@ -248,8 +280,8 @@ def tensordot(a, b, axes=2):
     ax_b = [axis_of(x, b.ndim) for x in ax_b]
     if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
         raise ValueError("shape-mismatch for sum")
-    la = LETTERS[:a.ndim]
-    lb = list(LETTERS[a.ndim:a.ndim + b.ndim])
+    la = LETTERS[: a.ndim]
+    lb = list(LETTERS[a.ndim : a.ndim + b.ndim])
     for i, j in zip(ax_a, ax_b):
         lb[j] = la[i]
     lb = "".join(lb)
@@ -263,12 +295,16 @@ def matmul(a, b, out=None, **kwargs):
     a, b = asarray(a), asarray(b)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
-            raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has 0, gufunc core "
-                             f"with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+            raise ValueError(
+                f"matmul: Input operand {i} does not have enough dimensions (has 0, gufunc core "
+                f"with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
+            )
     ka, kb = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
     if ka != kb:
-        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-                         f"signature (n?,k),(k,m?)->(n?,m?) (size {kb} is different from {ka})")
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {kb} is different from {ka})"
+        )
     np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     sa = "...ik" if a.ndim > 1 else "k"
     sb = "...kj" if b.ndim > 1 else "k"
@@ -284,10 +320,12 @@ def dot(a, b, out=None):
         return multiply(a, b)
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
     if a.shape[-1] != kb:
-        raise ValueError(f"shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} (dim {a.ndim - 1}) != "
-                         f"{kb} (dim {max(b.ndim - 2, 0)})")
-    la = LETTERS[:a.ndim - 1] + "z"
-    lb = LETTERS[26:26 + b.ndim - 2] + "z" + ("Z" if b.ndim > 1 else "")
+        raise ValueError(
+            f"shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} (dim {a.ndim - 1}) != "
+            f"{kb} (dim {max(b.ndim - 2, 0)})"
+        )
+    la = LETTERS[: a.ndim - 1] + "z"
+    lb = LETTERS[26 : 26 + b.ndim - 2] + "z" + ("Z" if b.ndim > 1 else "")
     out = la[:-1] + lb.replace("z", "")
     return einsum(f"{la},{lb}->{out}", a, b)
 
@@ -296,7 +334,7 @@ def inner(a, b):
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
-    la, lb = LETTERS[:a.ndim - 1] + "z", LETTERS[26:26 + b.ndim - 1] + "z"
+    la, lb = LETTERS[: a.ndim - 1] + "z", LETTERS[26 : 26 + b.ndim - 1] + "z"
     return einsum(f"{la},{lb}->{la[:-1] + lb[:-1]}", a, b)
 
 
@@ -308,8 +346,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     x1, x2 = asarray(x1), asarray(x2)
     n = max(x1.ndim, x2.ndim)
     if x1.shape[axis] != x2.shape[axis]:
-        raise ValueError(f"vecdot: x1 and x2 differ in size along axis {axis} "
-                         f"({x1.shape[axis]} != {x2.shape[axis]})")
+        raise ValueError(f"vecdot: x1 and x2 differ in size along axis {axis} ({x1.shape[axis]} != {x2.shape[axis]})")
     x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
     if x1.dtype.kind == "c":
         x1 = conj(x1)

@@ -1,5 +1,6 @@
 """Creating RelArrays. Every creation is one TRA ``Input`` bound to a source: an in-memory
 array, a dask.array (lazily), constants, or blocks made on their site (arange, linspace, eye)."""
+
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ from .relations import BlockSource, check_dtype, is_array
 
 def _wrap(source):
     from ..core import RelArray
+
     return RelArray(source.input, {source.input.name: source})
 
 
@@ -24,6 +26,7 @@ def _shape(shape) -> tuple:
 def _auto(chunks, shape, dtype, previous=None):
     """dask's chunk normalisation, 'auto' included (ValueError if they do not fit the shape)."""
     from dask.array.core import normalize_chunks
+
     return normalize_chunks(chunks, tuple(shape), dtype=np.dtype(dtype), previous_chunks=previous)
 
 
@@ -33,6 +36,7 @@ def from_array(x, chunks="auto", name=None, **kwargs):
     sliceable array-like; ``lock=`` serialises its reads)."""
     if is_array(x):
         from .rechunk import rechunk
+
         return x if chunks == "auto" else rechunk(x, chunks)
     if type(x).__module__.split(".")[0] == "dask":
         return from_dask(x) if chunks == "auto" else from_dask(x).rechunk(chunks)
@@ -47,6 +51,7 @@ def from_array(x, chunks="auto", name=None, **kwargs):
 def from_dask(x):
     """Wrap a dask.array without computing it; its graph becomes part of the plan's graph."""
     import dask.array as da
+
     if not isinstance(x, da.Array):
         raise TypeError(f"from_dask expects a dask.array.Array, got {type(x).__name__}")
     if any(np.isnan(c) for cs in x.chunks for c in cs):
@@ -117,8 +122,7 @@ def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
 def _blocks(kind, shape, chunks, dtype, params):
     dtype = check_dtype(dtype)
     backend = backends.get(config.get("backend")).name
-    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params, backend,
-                             config.get("device")))
+    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params, backend, config.get("device")))
 
 
 def arange(start=0, stop=None, step=1, *, chunks="auto", dtype=None, **kwargs):
@@ -148,5 +152,20 @@ def eye(N, chunks="auto", M=None, k=0, dtype=float):
     return _blocks("eye", (int(N), int(M)), chunks, dtype, (int(k),))
 
 
-__all__ = ["from_array", "from_dask", "asarray", "array", "full", "zeros", "ones", "empty",
-           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye"]
+__all__ = [
+    "from_array",
+    "from_dask",
+    "asarray",
+    "array",
+    "full",
+    "zeros",
+    "ones",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "arange",
+    "linspace",
+    "eye",
+]

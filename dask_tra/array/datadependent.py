@@ -14,6 +14,7 @@ lazy TRA expression with known chunks.
   range with integer bins; else one min/max pass), then the same Transform + Aggregate.
 - unique/union1d: computed (the values are the output), then wrapped.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +28,7 @@ from .relations import asarray, axis_of, rekey, wrap
 
 def _da():
     import dask_tra.array as da
+
     return da
 
 
@@ -73,8 +75,9 @@ def extract(condition, arr):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False):
-    out = np.unique(np.asarray(asarray(ar)), return_index=return_index, return_inverse=return_inverse,
-                    return_counts=return_counts)
+    out = np.unique(
+        np.asarray(asarray(ar)), return_index=return_index, return_inverse=return_inverse, return_counts=return_counts
+    )
     return tuple(_wrap_np(v) for v in out) if isinstance(out, tuple) else _wrap_np(out)
 
 
@@ -98,7 +101,8 @@ class Counts(FieldsKernel):
         w = None if weights is None else np.ravel(np.asarray(weights))
         if self.dd:
             return np.histogramdd(np.asarray(chunk), [np.asarray(e) for e in self.edges], weights=w)[0].astype(
-                self.dtype)
+                self.dtype
+            )
         x = np.ravel(np.asarray(chunk))
         if self.edges is None:
             return np.bincount(x, w, minlength=self.n[0]).astype(self.dtype)
@@ -115,7 +119,7 @@ def _counted(x, weights, kernel):
         parents = (x,)
     else:
         w = asarray(weights)
-        w = _da().rechunk(w, x.chunks[:w.ndim])
+        w = _da().rechunk(w, x.chunks[: w.ndim])
         keys = list(range(w.ndim))
         expr, parents = Join(x.expr, w.expr, keys, keys, kernel), (x, w)
     return wrap(rekey(Aggregate(expr, [], K.add), [None] * len(kernel.n)), *parents)

@@ -1,24 +1,35 @@
 """NumPy's protocols: ``__array_ufunc__`` and ``__array_function__`` route NumPy calls on
 RelArrays to this namespace, so ``np.exp(x)`` or ``np.tensordot(x, y)`` build TRA
 expressions instead of computing."""
+
 from __future__ import annotations
 
 import numpy as np
 
 # NumPy functions that only read dtypes: answered from metadata
 DTYPE_ONLY = {np.result_type, np.can_cast, np.min_scalar_type}
-REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-                 "logical_or": "any", "logical_and": "all", "fmax": "nanmax", "fmin": "nanmin"}
+REDUCE_UFUNCS = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_or": "any",
+    "logical_and": "all",
+    "fmax": "nanmax",
+    "fmin": "nanmin",
+}
 ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
 
 
 def _namespace():
     import dask_tra.array as da
+
     return da
 
 
 def _known(v) -> bool:
     from .relations import is_array, is_scalar
+
     return is_array(v) or isinstance(v, (np.ndarray, list, tuple)) or is_scalar(v) or v is None
 
 
@@ -51,6 +62,7 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
 
 def array_function(func, types, args, kwargs):
     from ..core import RelArray
+
     if func in DTYPE_ONLY:
         swap = [a.dtype if isinstance(a, RelArray) else a for a in args]
         return func(*swap, **kwargs)
@@ -78,14 +90,23 @@ def _array_equal(a1, a2, equal_nan=False):
     a1, a2 = da.asarray(a1), da.asarray(a2)
     if a1.shape != a2.shape:
         return False
-    eq = da.equal(a1, a2) if not equal_nan else da.logical_or(da.equal(a1, a2),
-                                                             da.logical_and(da.isnan(a1), da.isnan(a2)))
+    eq = (
+        da.equal(a1, a2)
+        if not equal_nan
+        else da.logical_or(da.equal(a1, a2), da.logical_and(da.isnan(a1), da.isnan(a2)))
+    )
     return bool(da.all(eq).compute())
 
 
-HANDLED = {np.shape: _shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: (
-    a.size if axis is None else a.shape[axis]), np.allclose: _allclose, np.array_equal: _array_equal,
-    np.amax: lambda *a, **k: _namespace().max(*a, **k), np.amin: lambda *a, **k: _namespace().min(*a, **k)}
+HANDLED = {
+    np.shape: _shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    np.allclose: _allclose,
+    np.array_equal: _array_equal,
+    np.amax: lambda *a, **k: _namespace().max(*a, **k),
+    np.amin: lambda *a, **k: _namespace().min(*a, **k),
+}
 
 
 __all__ = ["array_ufunc", "array_function", "HANDLED"]

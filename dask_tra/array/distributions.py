@@ -6,6 +6,7 @@ scalars (dask also broadcasts array parameters; here they raise NotImplementedEr
 are checked at call time by a zero-size draw. ``multinomial`` and
 ``multivariate_hypergeometric`` add a trailing axis (one block) of the categories.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,7 @@ def _bind(name, params, args, kwargs):
     if len(args) > len(params):
         raise TypeError(f"{name}() takes {len(params)} distribution parameters, got {len(args)}")
     values = dict(zip((p for p, _ in params), args))
-    for p, default in params[len(args):]:
+    for p, default in params[len(args) :]:
         if p in kwargs:
             values[p] = kwargs.pop(p)
         elif default is _REQUIRED:
@@ -71,6 +72,7 @@ def _bind(name, params, args, kwargs):
 def draw(method, size, chunks, seed, dtype, params, trailing=None):
     """A random RelArray of generator ``method`` with ``params`` (checked now by a zero-size draw)."""
     from .creation import _auto, _shape, _wrap
+
     getattr(np.random.default_rng(0), method)(size=(0,), **params)
     shape = () if size is None else _shape(size)
     if seed is None:
@@ -79,8 +81,9 @@ def draw(method, size, chunks, seed, dtype, params, trailing=None):
         src = RandomSource(method, shape, _auto(chunks, shape, dtype), seed, dtype)
     else:
         full = shape + (trailing,)
-        chunks = _auto(chunks if isinstance(chunks, str) or np.ndim(chunks) == 0 else tuple(chunks) + (trailing,),
-                       full, dtype)
+        chunks = _auto(
+            chunks if isinstance(chunks, str) or np.ndim(chunks) == 0 else tuple(chunks) + (trailing,), full, dtype
+        )
         src = TrailingRandomSource(method, full, chunks[:-1] + ((trailing,),), seed, dtype)
     src.params = params  # set after: a parameter may be called "shape" (gamma)
     return _wrap(src)
@@ -91,8 +94,14 @@ class TrailingRandomSource(RandomSource):
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
-        return (trailing_chunk, self.method, (self.seed,) + tuple(key), shape[:-1], self.dtype.str,
-                tuple(sorted(self.params.items())))
+        return (
+            trailing_chunk,
+            self.method,
+            (self.seed,) + tuple(key),
+            shape[:-1],
+            self.dtype.str,
+            tuple(sorted(self.params.items())),
+        )
 
 
 def trailing_chunk(method, seed, size, dtype, params):
@@ -105,6 +114,7 @@ def _distribution(name):
 
     def f(*args, size=None, chunks="auto", seed=None, **kwargs):
         return draw(name, size, chunks, seed, dtype, _bind(name, params, args, kwargs))
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Samples of numpy.random.Generator.{name}({', '.join(p for p, _ in params)}), chunked."
     return f
@@ -148,13 +158,21 @@ def multinomial(n, pvals, size=None, chunks="auto", seed=None):
 
 def multivariate_hypergeometric(colors, nsample, size=None, method="marginals", chunks="auto", seed=None):
     colors = np.asarray(colors, dtype=np.int64)
-    return draw("multivariate_hypergeometric", size, chunks, seed, _INT,
-                {"colors": colors, "nsample": nsample, "method": method}, trailing=len(colors))
+    return draw(
+        "multivariate_hypergeometric",
+        size,
+        chunks,
+        seed,
+        _INT,
+        {"colors": colors, "nsample": nsample, "method": method},
+        trailing=len(colors),
+    )
 
 
 def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
     """Samples of ``a`` (an int: ``arange(a)``; or a 1-d array), with probabilities ``p``."""
     from .creation import _auto, _shape
+
     if hasattr(a, "compute"):
         a = np.asarray(a)
     pop = np.arange(a) if np.ndim(a) == 0 else np.asarray(a)
@@ -162,8 +180,9 @@ def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
         raise ValueError("a must be a 1-dimensional array or a positive integer")
     shape = () if size is None else _shape(size)
     if not replace and any(len(c) > 1 for c in _auto(chunks, shape, pop.dtype)):
-        raise NotImplementedError("choice(replace=False) needs the output in one chunk (draws per chunk "
-                                  "could repeat across chunks)")
+        raise NotImplementedError(
+            "choice(replace=False) needs the output in one chunk (draws per chunk could repeat across chunks)"
+        )
     params = {"a": pop, "replace": bool(replace)}
     if p is not None:
         params["p"] = np.asarray(p, dtype=np.float64)
@@ -175,6 +194,7 @@ def permutation(x, seed=None):
     from .creation import arange
     from .rechunk import take
     from .relations import asarray
+
     x = arange(int(x)) if np.ndim(x) == 0 and not hasattr(x, "shape") else asarray(x)
     index = np.random.default_rng(seed).permutation(x.shape[0])
     return take(x, 0, index, x.chunks[0])

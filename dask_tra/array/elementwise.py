@@ -9,6 +9,7 @@ operands into a stacked chunk (leading axis, common dtype); the last unpacks and
 Scalars are baked into the kernel. The output dtype is NumPy's, found by applying f to
 empty arrays at call time (so NumPy's TypeErrors surface at call time too).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,7 @@ from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes
 from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, wrap
 
-_FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum,
-          np.minimum: K.minimum}
+_FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum, np.minimum: K.minimum}
 
 
 def _baked(x) -> bool:
@@ -49,6 +49,7 @@ def result_dtype(fn, args):
 def _operands(args, out_shape):
     """RelArrays for the array arguments; NumPy ones chunked to match the RelArray ones."""
     from .creation import from_array
+
     n = len(out_shape)
     known = {}
     for a in args:
@@ -63,6 +64,7 @@ def _operands(args, out_shape):
         a = a if hasattr(a, "dask") or _chunk_library(a) else np.asarray(a)
         if hasattr(a, "dask"):
             from .creation import from_dask
+
             out.append(from_dask(a))
             continue
         chunks = tuple(known.get((n - a.ndim + d, s), s) for d, s in enumerate(a.shape))
@@ -74,8 +76,7 @@ def elementwise(name, fn, *args, dtype=None, facts=None):
     """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting).
     ``fn``: an ``Op``, or a module-level function of the values (so the kernel pickles)."""
     op = fn if isinstance(fn, Op) else Op(fn)
-    args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") or _chunk_library(a) else np.asarray(a)
-            for a in args]
+    args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") or _chunk_library(a) else np.asarray(a) for a in args]
     shapes = [np.shape(a) if not is_array(a) else a.shape for a in args if not _baked(a)]
     out_shape = np.broadcast_shapes(*shapes)
     out_dtype = check_dtype(dtype if dtype is not None else result_dtype(op, args))
@@ -87,7 +88,7 @@ def elementwise(name, fn, *args, dtype=None, facts=None):
     apply = ElementwiseOp(name, op, [ARRAY if i in arrays else a for i, a in enumerate(args)], out_dtype)
     parts, extra = _aligned([args[i] for i in arrays], out_shape)
     if len(parts) == 1:
-        (expr, dims), = parts
+        ((expr, dims),) = parts
         return wrap(Transform(expr, apply), *[args[i] for i in arrays], extra=extra)
     dtypes = [args[i].dtype for i in arrays]
     expr, dims = parts[0]
@@ -128,6 +129,7 @@ def _aligned(arrays, out_shape):
 
 # ---------------------------------------------------------------- NumPy ufuncs
 
+
 def apply_ufunc(ufunc, *args, out=None, **kwargs):
     """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``)."""
     if out is not None:
@@ -137,8 +139,7 @@ def apply_ufunc(ufunc, *args, out=None, **kwargs):
     kwargs.pop("where", None)
     name = ufunc.__name__ + (f"[{kwargs}]" if kwargs else "")
     if ufunc.nout > 1:
-        return tuple(elementwise(f"{name}.{i}", Op(ufunc, i, **kwargs), *args)
-                     for i in range(ufunc.nout))
+        return tuple(elementwise(f"{name}.{i}", Op(ufunc, i, **kwargs), *args) for i in range(ufunc.nout))
     facts = _FACTS.get(ufunc) if not kwargs else None
     return elementwise(name, Op(ufunc, **kwargs), *args, facts=facts)
 
@@ -146,6 +147,7 @@ def apply_ufunc(ufunc, *args, out=None, **kwargs):
 def _ufunc(u):
     def f(*args, **kwargs):
         return apply_ufunc(u, *args, **kwargs)
+
     f.__name__ = f.__qualname__ = u.__name__
     f.__doc__ = f"numpy.{u.__name__} over RelArrays (elementwise, broadcasting)."
     return f
@@ -165,8 +167,7 @@ abs = globals()["absolute"]  # noqa: A001
 
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; "
-                                  "pass x and y")
+        raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; pass x and y")
     return elementwise("where", where_values, condition, x, y)
 
 
@@ -190,6 +191,7 @@ def to_backend(x, backend, device=None):
     ``"cuda"``; CuPy: a device number) defaults to the worker's default device."""
     from ..tra import Transform
     from .relations import asarray as _asarray
+
     x = _asarray(x)
     name = backends.get(backend).name
     if x.expr.type.backend == name and device is None:
@@ -227,6 +229,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 # ---------------------------------------------------------------- the operations on values
 
+
 def where_values(c, u, v):
     return npx(c, u, v).where(c, u, v)
 
@@ -263,5 +266,18 @@ def nan_to_num_values(v, nan, posinf, neginf):
     return npx(v).nan_to_num(v, nan=nan, posinf=posinf, neginf=neginf)
 
 
-__all__ = UFUNCS + ["abs", "where", "clip", "astype", "to_backend", "around", "round", "real", "imag", "angle",
-                    "isclose", "nan_to_num", "apply_ufunc"]
+__all__ = UFUNCS + [
+    "abs",
+    "where",
+    "clip",
+    "astype",
+    "to_backend",
+    "around",
+    "round",
+    "real",
+    "imag",
+    "angle",
+    "isclose",
+    "nan_to_num",
+    "apply_ufunc",
+]

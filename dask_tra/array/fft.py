@@ -7,6 +7,7 @@ the other axes keep their blocks, so the work spreads over them. n-d transforms 
 transforms one axis after another (as NumPy computes them). The frequency helpers are
 arange-based arrays; the shifts are rolls.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,9 +54,9 @@ class FFT(FieldsKernel):
         return tuple(out)
 
 
-
 def _transform(kind, a, n, axis, norm):
     from .rechunk import rechunk_axes
+
     a = asarray(a)
     if a.ndim == 0:
         raise ValueError(f"{kind}: needs an array of at least one dimension")
@@ -76,6 +77,7 @@ def _transform(kind, a, n, axis, norm):
 def _one(kind):
     def f(a, n=None, axis=-1, norm=None):
         return _transform(kind, a, n, axis, norm)
+
     f.__name__ = kind
     f.__doc__ = f"numpy.fft.{kind} along ``axis`` (rechunked to one block)."
     return f
@@ -112,6 +114,7 @@ def _nd(kind):
         for ax, n in reversed(list(zip(axes, sizes))):
             a = one(a, n, ax, norm)
         return a
+
     f.__name__ = f"{kind}n"
     f.__doc__ = f"numpy.fft.{kind}n: 1-d transforms along each of ``axes``."
     return f
@@ -123,6 +126,7 @@ fftn, ifftn, rfftn, irfftn = (_nd(k) for k in ("fft", "ifft", "rfft", "irfft"))
 def _two(nd):
     def f(a, s=None, axes=(-2, -1), norm=None):
         return nd(a, s, axes, norm)
+
     f.__name__ = nd.__name__[:-1] + "2"
     f.__doc__ = f"numpy.fft.{f.__name__}."
     return f
@@ -135,6 +139,7 @@ def fftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
     """Sample frequencies of ``fft`` of length ``n``: [0, 1, ..., -1] / (d n)."""
     from .creation import arange
     from .elementwise import where
+
     n = int(n)
     i = arange(n, chunks=chunks)
     out = where(i < (n + 1) // 2, i, i - n) / (d * n)
@@ -144,6 +149,7 @@ def fftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
 def rfftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
     """Sample frequencies of ``rfft`` of length ``n``: [0, 1, ..., n // 2] / (d n)."""
     from .creation import arange
+
     n = int(n)
     out = arange(n // 2 + 1, chunks=chunks) / (d * n)
     return out if dtype is None else out.astype(dtype)
@@ -151,6 +157,7 @@ def rfftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
 
 def _shift(a, axes, sign):
     from .manipulation import roll
+
     a = asarray(a)
     axes = tuple(range(a.ndim)) if axes is None else ((axes,) if np.ndim(axes) == 0 else tuple(axes))
     if not axes:
@@ -190,6 +197,7 @@ def fft_wrap(fft_func, kind=None, dtype=None, allow_fftpack=False):
     as a dask_tra one. The transformed axes are rechunked to one block (dask raises instead),
     then ``fft_func`` runs on every block (``map_blocks``)."""
     from .blockwise import map_blocks
+
     if not callable(fft_func):
         raise TypeError(f"fft_wrap: fft_func must be callable, got {type(fft_func).__name__}")
     kind = getattr(fft_func, "__name__", "") if kind is None else kind
@@ -229,17 +237,20 @@ def fft_wrap(fft_func, kind=None, dtype=None, allow_fftpack=False):
             args = (None if s is None else s[0], axes[0]) + (() if fftpack else (norm,))
         else:
             args = (s, axes) + (() if fftpack else (norm,))
-        return map_blocks(fft_func, a, *args, dtype=out_dtype, chunks=tuple(chunks),
-                          name=getattr(fft_func, "__name__", kind))
+        return map_blocks(
+            fft_func, a, *args, dtype=out_dtype, chunks=tuple(chunks), name=getattr(fft_func, "__name__", kind)
+        )
 
     if kind.endswith("fft"):
         nd = func
 
         def func(a, n=None, axis=None, norm=None):
             return nd(a, None if n is None else (n,), None if axis is None else (axis,), norm)
+
     func.__name__ = getattr(fft_func, "__name__", kind)
-    func.__doc__ = f"Wrapping of {getattr(fft_func, '__module__', '')}.{func.__name__} (transformed axes " \
-                   f"rechunked to one block)."
+    func.__doc__ = (
+        f"Wrapping of {getattr(fft_func, '__module__', '')}.{func.__name__} (transformed axes rechunked to one block)."
+    )
     return func
 
 

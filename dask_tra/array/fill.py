@@ -7,6 +7,7 @@ and filled again (a carry: the last valid value up to the end of each block); ea
 carry from the block before it is gathered back to the block's length (a ``take``) and fills
 what is still NaN (``where``). A limit ``n`` is dask's: positions further than ``n`` from the
 last valid one are NaN again (a fill of the valid positions' ``arange``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +30,7 @@ def _ffill(x, axis):
     from . import creation, elementwise, stacking
     from .blockwise import map_blocks
     from .rechunk import take
+
     local = map_blocks(ffill_block, x, axis=axis, dtype=x.dtype, name="ffill")
     p = x.numblocks[axis]
     if p == 1 or x.dtype.kind not in "fc":
@@ -38,8 +40,9 @@ def _ffill(x, axis):
     carry = map_blocks(ffill_block, last, axis=axis, dtype=x.dtype, name="ffill")
     slab_shape = tuple(1 if d == axis else n for d, n in enumerate(x.shape))
     slab_chunks = tuple((1,) if d == axis else c for d, c in enumerate(carry.chunks))
-    before = stacking.concatenate([creation.full(slab_shape, np.nan, dtype=x.dtype, chunks=slab_chunks), carry],
-                                  axis=axis)
+    before = stacking.concatenate(
+        [creation.full(slab_shape, np.nan, dtype=x.dtype, chunks=slab_chunks), carry], axis=axis
+    )
     src = np.repeat(np.arange(p), x.chunks[axis])  # block k takes the carry of the blocks before it
     fill = take(before, axis, src, x.chunks[axis])
     return elementwise.where(elementwise.isnan(local), fill, local)
@@ -50,6 +53,7 @@ def push(array, n, axis):
     valid value (``n`` None: no limit)."""
     from . import creation, elementwise, manipulation, structure
     from .routines import notnull
+
     x = asarray(array)
     if x.ndim == 0:
         raise ValueError("push: needs an array of at least one dimension")

@@ -8,6 +8,7 @@ true positions (a k-d mask first merges its k axes with a reshape). ``None`` add
 At most one array index per call; a lazy (RelArray) index or mask is computed first (the
 result's shape depends on it; see "Data-dependent shapes" in docs/api.md).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,10 @@ from .io import narrow
 from .rechunk import take
 from .relations import is_array
 
-INVALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
-           "boolean arrays are valid indices")
+INVALID = (
+    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
+    "boolean arrays are valid indices"
+)
 
 
 def _entries(x, index):
@@ -53,11 +56,12 @@ def _entries(x, index):
         raise IndexError("an index can only have a single ellipsis ('...')")
     fill = [("slice", slice(None), 1)] * (x.ndim - used)
     at = next((i for i, e in enumerate(out) if e[0] == "ellipsis"), len(out))
-    return [e for e in out[:at] + fill + out[at + 1:] if e[0] != "ellipsis"]
+    return [e for e in out[:at] + fill + out[at + 1 :] if e[0] != "ellipsis"]
 
 
 def getitem(x, index):
     from .structure import expand_dims, moveaxis, reshape
+
     entries = _entries(x, index)
     x, entries = narrow(x, entries)  # a lazily read input reads only the blocks the index touches
     arrays = [e for e in entries if e[0] in ("array", "mask")]
@@ -73,11 +77,13 @@ def getitem(x, index):
         if kind == "mask":
             for d in range(k):
                 if v.shape[d] != x.shape[ax + d]:
-                    raise IndexError(f"boolean index did not match indexed array along axis {ax + d}; "
-                                     f"size of axis is {x.shape[ax + d]} but size of corresponding "
-                                     f"boolean axis is {v.shape[d]}")
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {ax + d}; "
+                        f"size of axis is {x.shape[ax + d]} but size of corresponding "
+                        f"boolean axis is {v.shape[d]}"
+                    )
             if k != 1:
-                x = reshape(x, x.shape[:ax] + (-1,) + x.shape[ax + k:])
+                x = reshape(x, x.shape[:ax] + (-1,) + x.shape[ax + k :])
             x = take(x, ax, np.flatnonzero(v))
             continue
         n = x.shape[ax]
@@ -90,7 +96,7 @@ def getitem(x, index):
             raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
         x = take(x, ax, np.where(idx < 0, idx + n, idx).ravel())
         if kind == "int" or idx.ndim != 1:
-            x = reshape(x, x.shape[:ax] + idx.shape + x.shape[ax + 1:])
+            x = reshape(x, x.shape[:ax] + idx.shape + x.shape[ax + 1 :])
     pos, adv, new_axes = 0, None, []
     for kind, v, k in entries:  # output positions: of the array index's dims, of new axes
         if kind == "new":

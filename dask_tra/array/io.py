@@ -18,6 +18,7 @@ region covers whole zarr chunks replaces those chunk objects one by one (each at
 local or object store); an HDF5 write is not atomic (a crash inside one write can leave that
 region half written, never others).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,6 +38,7 @@ _LOCAL_LOCK = threading.Lock()  # netCDF4 (the HDF5 C library) is not thread-saf
 
 
 # ---------------------------------------------------------------- picklable handles on files
+
 
 class Reopen:
     """A picklable handle on a dataset in a file (h5py dataset, netCDF4 variable, memmap): the
@@ -85,8 +87,11 @@ class _NoLock:
 def _describe(obj):
     mod = type(obj).__module__.split(".")[0]
     if isinstance(obj, np.memmap):
-        return "memmap", obj.filename, (int(obj.offset), "F" if obj.flags.f_contiguous and obj.ndim > 1
-                                        and not obj.flags.c_contiguous else "C")
+        return (
+            "memmap",
+            obj.filename,
+            (int(obj.offset), "F" if obj.flags.f_contiguous and obj.ndim > 1 and not obj.flags.c_contiguous else "C"),
+        )
     if mod == "h5py":
         return "h5py", obj.file.filename, obj.name
     if mod == "netCDF4":
@@ -101,15 +106,16 @@ _OPEN: dict = {}  # (kind, file, mode) -> open file object, per process
 def _open(kind, file, path, shape, dtype, mode):
     if kind == "memmap":
         offset, order = path
-        return np.memmap(file, dtype=dtype, mode="r" if mode == "r" else "r+", offset=offset,
-                         shape=shape, order=order)
+        return np.memmap(file, dtype=dtype, mode="r" if mode == "r" else "r+", offset=offset, shape=shape, order=order)
     handle = _OPEN.get((kind, file, mode))
     if handle is None:
         if kind == "h5py":
             import h5py
+
             handle = h5py.File(file, mode)
         else:
             import netCDF4
+
             handle = netCDF4.Dataset(file, "r" if mode == "r" else "a")
         _OPEN[(kind, file, mode)] = handle
     if kind == "h5py":
@@ -140,6 +146,7 @@ def is_lazy(x) -> bool:
 def from_lazy(x, chunks, name=None, lock=False):
     """A RelArray over the array-like ``x``, read block by block (see the module doc)."""
     from .creation import _auto, _wrap
+
     dtype = check_dtype(x.dtype)
     shape = tuple(int(s) for s in x.shape)
     if chunks == "auto" and getattr(x, "chunks", None) is not None and _regular(x.chunks, shape):
@@ -149,16 +156,21 @@ def from_lazy(x, chunks, name=None, lock=False):
         chunks = _auto(chunks, shape, dtype)
     if lock is True:
         from dask.utils import SerializableLock
+
         lock = SerializableLock()
     return _wrap(LazyArraySource(handle(x), chunks, name=name, lock=lock or None))
 
 
 def _regular(chunks, shape):
-    return isinstance(chunks, tuple) and len(chunks) == len(shape) and all(isinstance(c, (int, np.integer))
-                                                                         for c in chunks)
+    return (
+        isinstance(chunks, tuple)
+        and len(chunks) == len(shape)
+        and all(isinstance(c, (int, np.integer)) for c in chunks)
+    )
 
 
 # ---------------------------------------------------------------- slicing prunes reads
+
 
 def narrow(x, entries):
     """When ``x`` is a lazily read input: the input narrowed to the blocks that ``entries``
@@ -188,6 +200,7 @@ def narrow(x, entries):
     if all(r == (0, s) for r, s in zip(region, x.shape)):
         return x, entries
     from .creation import _wrap
+
     return _wrap(src.narrowed(region, tuple(chunks))), shifted
 
 
@@ -221,6 +234,7 @@ def _shift(kind, v, n, lo, hi):
 
 
 # ---------------------------------------------------------------- other sources
+
 
 class DelayedSource(Source):
     """One block: the value of a ``dask.delayed`` object (its graph joins the plan's)."""
@@ -260,6 +274,7 @@ def load_npy(path, mmap_mode):
 def from_delayed(value, shape, dtype=None, meta=None, name=None):
     """A one-block RelArray whose block is the value of ``value`` (a ``dask.delayed``)."""
     from .creation import _wrap
+
     if not hasattr(value, "key") or not hasattr(value, "__dask_graph__"):
         raise TypeError(f"from_delayed expects a dask Delayed object, got {type(value).__name__}")
     dtype = meta.dtype if dtype is None and meta is not None else dtype
@@ -268,10 +283,10 @@ def from_delayed(value, shape, dtype=None, meta=None, name=None):
     return _wrap(DelayedSource(value, tuple(shape), check_dtype(dtype), name))
 
 
-def from_zarr(url, component=None, storage_options=None, chunks=None, name=None, inline_array=False,
-              **kwargs):
+def from_zarr(url, component=None, storage_options=None, chunks=None, name=None, inline_array=False, **kwargs):
     """A RelArray reading a zarr array lazily (chunked like the zarr array unless ``chunks``)."""
     import zarr
+
     if isinstance(url, zarr.Array):
         z = url
     else:
@@ -283,6 +298,7 @@ def from_zarr(url, component=None, storage_options=None, chunks=None, name=None,
 def from_npy_stack(dirname, mmap_mode="r"):
     """The array ``to_npy_stack`` (ours or dask's) wrote to ``dirname``."""
     from .creation import _wrap
+
     with open(os.path.join(dirname, "info"), "rb") as f:
         info = pickle.load(f)
     chunks = tuple(tuple(int(c) for c in cs) for cs in info["chunks"])
@@ -290,6 +306,7 @@ def from_npy_stack(dirname, mmap_mode="r"):
 
 
 # ---------------------------------------------------------------- writes
+
 
 class WriteBlock(Kernel):
     """Join kernel: (block, its offsets) -> write the block into ``target`` at ``origin`` +
@@ -324,8 +341,7 @@ class WriteBlock(Kernel):
 def _region_origin(region, target_shape, shape):
     if region is None:
         if tuple(target_shape) != tuple(shape):
-            raise ValueError(f"store: source shape {tuple(shape)} does not match target shape "
-                             f"{tuple(target_shape)}")
+            raise ValueError(f"store: source shape {tuple(shape)} does not match target shape {tuple(target_shape)}")
         return (0,) * len(shape)
     region = region if isinstance(region, tuple) else (region,)
     origin = []
@@ -336,8 +352,9 @@ def _region_origin(region, target_shape, shape):
             raise ValueError(f"store: region {r} must have step 1")
         origin.append(start)
         if i < len(shape) and stop - start != shape[i]:
-            raise ValueError(f"store: region {region} has shape along axis {i} of {stop - start}, "
-                             f"the source {shape[i]}")
+            raise ValueError(
+                f"store: region {region} has shape along axis {i} of {stop - start}, the source {shape[i]}"
+            )
     return tuple(origin)
 
 
@@ -346,8 +363,7 @@ def written(x, target, region=None, lock=None, return_stored=False):
     x = asarray(x)
     origin = _region_origin(region, getattr(target, "shape", x.shape), x.shape)
     starts = [offsets(c) for c in x.chunks]
-    P = param_relation({k: [o[i] for o, i in zip(starts, k)] for k in grid(x.numblocks)}, x.numblocks,
-                       what="offsets")
+    P = param_relation({k: [o[i] for o, i in zip(starts, k)] for k in grid(x.numblocks)}, x.numblocks, what="offsets")
     dims = tuple(range(x.ndim))
     kernel = WriteBlock(handle(target, "r+"), origin, lock, return_stored, x.dtype)
     return wrap(Join(x.expr, P.expr, dims, dims, kernel), x, extra=P.sources)
@@ -360,23 +376,30 @@ def store(sources, targets, lock=True, regions=None, compute=True, return_stored
     element counts written per block, flattened over all sources); ``return_stored=True``
     returns the stored arrays (persisted when computing)."""
     import dask
+
     single = not isinstance(sources, (list, tuple))
     sources = [sources] if single else list(sources)
     targets = [targets] if single and not isinstance(targets, (list, tuple)) else list(targets)
     if len(sources) != len(targets):
         raise ValueError(f"store: {len(sources)} sources but {len(targets)} targets")
-    if regions is None or isinstance(regions, (tuple, slice)) and not (
-            isinstance(regions, tuple) and regions and isinstance(regions[0], tuple)):
+    if (
+        regions is None
+        or isinstance(regions, (tuple, slice))
+        and not (isinstance(regions, tuple) and regions and isinstance(regions[0], tuple))
+    ):
         regions = [regions] * len(sources)
     if len(regions) != len(sources):
         raise ValueError(f"store: {len(regions)} regions for {len(sources)} sources")
     if lock is True:
         from dask.utils import SerializableLock
+
         lock = SerializableLock()
     if _single_writer(targets):
         if not compute or return_stored:
-            raise NotImplementedError("store into an HDF5/netCDF file with a distributed Client: HDF5 "
-                                      "allows one writing process, so only compute=True is supported")
+            raise NotImplementedError(
+                "store into an HDF5/netCDF file with a distributed Client: HDF5 "
+                "allows one writing process, so only compute=True is supported"
+            )
         for s, t, r in zip(sources, targets, regions):
             _store_here(asarray(s), t, r, lock)
         return None
@@ -387,6 +410,7 @@ def store(sources, targets, lock=True, regions=None, compute=True, return_stored
         return outs[0] if single else tuple(outs)
     from .stacking import concatenate
     from .structure import ravel
+
     done = outs[0] if len(outs) == 1 else concatenate([ravel(o) for o in outs])
     if compute:
         done.compute(**kwargs)
@@ -398,14 +422,17 @@ def _single_writer(targets) -> bool:
     """HDF5 (h5py, netCDF4) targets while a distributed Client is active: HDF5 allows one
     writing process, the one holding the file open."""
     from ..dask.sites import active_client
+
     return active_client() is not None and any(
-        isinstance(handle(t), Reopen) and handle(t).kind != "memmap" for t in targets)
+        isinstance(handle(t), Reopen) and handle(t).kind != "memmap" for t in targets
+    )
 
 
 def _store_here(x, target, region, lock):
     """Blocks computed on the cluster where the plan puts them, written in this process as
     they arrive."""
     from distributed import as_completed
+
     origin = _region_origin(region, target.shape, x.shape)
     y = x.persist()
     blocks = y.sources[y.expr.name].blocks
@@ -421,29 +448,50 @@ def _store_here(x, target, region, lock):
             target[box] = data
 
 
-def to_zarr(arr, url, component=None, storage_options=None, overwrite=False, region=None, compute=True,
-            return_stored=False, zarr_format=None, **kwargs):
+def to_zarr(
+    arr,
+    url,
+    component=None,
+    storage_options=None,
+    overwrite=False,
+    region=None,
+    compute=True,
+    return_stored=False,
+    zarr_format=None,
+    **kwargs,
+):
     """Write ``arr`` to a zarr array (created at ``url``/``component`` with the array's chunks,
     or an existing ``zarr.Array``). Blocks must be regular (all equal but the last), as for dask:
     each block then covers whole zarr chunks, and concurrent block writes never share one."""
     import zarr
+
     arr = asarray(arr)
     _check_regular(arr)
     if isinstance(url, zarr.Array):
         z = url
     else:
         opts = {"storage_options": storage_options} if storage_options else {}
-        z = zarr.create_array(url, name=component, shape=arr.shape, dtype=arr.dtype,
-                              chunks=tuple(max(c[0], 1) for c in arr.chunks) if arr.ndim else (),
-                              overwrite=overwrite, zarr_format=zarr_format or 3, **opts, **kwargs)
+        z = zarr.create_array(
+            url,
+            name=component,
+            shape=arr.shape,
+            dtype=arr.dtype,
+            chunks=tuple(max(c[0], 1) for c in arr.chunks) if arr.ndim else (),
+            overwrite=overwrite,
+            zarr_format=zarr_format or 3,
+            **opts,
+            **kwargs,
+        )
     return store(arr, z, lock=False, regions=region, compute=compute, return_stored=return_stored)
 
 
 def _check_regular(arr):
     for c in arr.chunks:
         if len(c) > 1 and (len(set(c[:-1])) > 1 or c[-1] > c[0]):
-            raise ValueError(f"Attempt to save array to zarr with irregular chunking {arr.chunks}, "
-                             f"please call arr.rechunk(...) first.")
+            raise ValueError(
+                f"Attempt to save array to zarr with irregular chunking {arr.chunks}, "
+                f"please call arr.rechunk(...) first."
+            )
 
 
 def to_hdf5(filename, *args, chunks=True, **kwargs):
@@ -452,12 +500,20 @@ def to_hdf5(filename, *args, chunks=True, **kwargs):
     the writes run in this process's threads; with one, blocks are computed on the workers and
     written here as they arrive."""
     import h5py
+
     data = args[0] if len(args) == 1 and isinstance(args[0], dict) else {args[0]: args[1]}
     data = {k: asarray(v) for k, v in data.items()}
     with h5py.File(filename, mode="a") as f:
-        dsets = [f.require_dataset(dp, shape=x.shape, dtype=x.dtype,
-                                   chunks=tuple(max(c[0], 1) for c in x.chunks) if chunks is True and x.ndim
-                                   else None, **kwargs) for dp, x in data.items()]
+        dsets = [
+            f.require_dataset(
+                dp,
+                shape=x.shape,
+                dtype=x.dtype,
+                chunks=tuple(max(c[0], 1) for c in x.chunks) if chunks is True and x.ndim else None,
+                **kwargs,
+            )
+            for dp, x in data.items()
+        ]
         store(list(data.values()), dsets)
 
 
@@ -476,6 +532,7 @@ class NpyStack:
 def to_npy_stack(dirname, x, axis=0):
     """Write ``x`` as one ``.npy`` file per block along ``axis`` plus an ``info`` file (dask's format)."""
     from .relations import axis_of
+
     x = asarray(x)
     axis = axis_of(axis, x.ndim)
     chunks = tuple(c if i == axis else (sum(c),) for i, c in enumerate(x.chunks))
@@ -489,6 +546,7 @@ def to_npy_stack(dirname, x, axis=0):
 def to_delayed(x, optimize_graph=True):
     """An object array (shape ``numblocks``) of ``dask.delayed`` values, one per block."""
     from dask.delayed import Delayed
+
     graph = x.__dask_graph__()
     keys = np.empty(x.numblocks, dtype=object)
     for k in grid(x.numblocks):

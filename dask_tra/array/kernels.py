@@ -11,6 +11,7 @@ functions with NumPy's type promotion, from ``dask_tra.backends``). ``Fn`` align
 (NumPy parameter chunks join the data's library and device) and casts a non-NumPy output to
 its declared dtype, so chunks always have the dtype their metadata says.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,18 @@ class Fn(ChunkFunction):
     they stay NumPy arrays whatever the data's library. ``fn`` and ``axes`` should be
     module-level functions (constants bound with ``Bound``) so the kernel pickles."""
 
-    def __init__(self, name, fn, arity=1, axes=None, dtype=None, associative=False,
-                 commutative=False, distributes_over=(), host_args=()):
+    def __init__(
+        self,
+        name,
+        fn,
+        arity=1,
+        axes=None,
+        dtype=None,
+        associative=False,
+        commutative=False,
+        distributes_over=(),
+        host_args=(),
+    ):
         self.name, self.fn, self.arity = name, fn, arity
         self.host_args = tuple(host_args)
         self._axes, self._dtype = axes, None if dtype is None else np.dtype(dtype)
@@ -77,6 +88,7 @@ class Fn(ChunkFunction):
 
 
 # ---------------------------------------------------------------- elementwise operations
+
 
 class _Array:
     """Marks an array operand among an elementwise kernel's arguments (the others are constants)."""
@@ -109,8 +121,11 @@ class Op:
         return out if self.index is None else out[self.index]
 
     def __eq__(self, other):
-        return isinstance(other, Op) and (self.fn, self.index) == (other.fn, other.index) and frozen(
-            self.params) == frozen(other.params)
+        return (
+            isinstance(other, Op)
+            and (self.fn, self.index) == (other.fn, other.index)
+            and frozen(self.params) == frozen(other.params)
+        )
 
     def __hash__(self):
         return hash((self.fn, self.index, frozen(self.params)))
@@ -184,6 +199,7 @@ class Unpack(ChunkFunction):
 
 
 # ---------------------------------------------------------------- kernels reading parameter chunks
+
 
 class Take(ChunkFunction):
     """Cut a block into a piece along ``axis`` (``rechunk.gather``): the piece's positions come
@@ -281,8 +297,12 @@ class Reshape(Kernel):
         return npx(chunk).reshape(chunk, tuple(self._extent(s, chunk.shape) for s in self.spec))
 
     def out_axes(self, frontier, axes):
-        return tuple(ChunkAxis.const(s) if isinstance(s, int) else
-                     ChunkAxis(axes[s[0]].key_dims, axes[s[0]].sizes * s[1] // s[2]) for s in self.spec)
+        return tuple(
+            ChunkAxis.const(s)
+            if isinstance(s, int)
+            else ChunkAxis(axes[s[0]].key_dims, axes[s[0]].sizes * s[1] // s[2])
+            for s in self.spec
+        )
 
     def out_dtype(self, dtype):
         return np.dtype(dtype)
@@ -316,9 +336,7 @@ def broadcast_axes(frontier, *axes_list):
 
 def along(axes, axis, new_axis):
     """``axes`` with chunk axis ``axis`` replaced."""
-    return tuple(axes[:axis]) + (new_axis,) + tuple(axes[axis + 1:])
-
-
+    return tuple(axes[:axis]) + (new_axis,) + tuple(axes[axis + 1 :])
 
 
 class ExtendedEinsum(Einsum):
@@ -360,6 +378,24 @@ class ToBackend(Kernel):
         return hash(("to_backend", self.backend, self.device))
 
 
-__all__ = ["ChunkFunction", "Fn", "ARRAY", "Op", "ElementwiseOp", "Pack", "Unpack", "Take", "Concatenate",
-           "Triangle", "Permute", "Reshape", "ReduceChunk", "ExtendedEinsum", "ToBackend", "broadcast_axes",
-           "along", "npx", "dtype_of"]
+__all__ = [
+    "ChunkFunction",
+    "Fn",
+    "ARRAY",
+    "Op",
+    "ElementwiseOp",
+    "Pack",
+    "Unpack",
+    "Take",
+    "Concatenate",
+    "Triangle",
+    "Permute",
+    "Reshape",
+    "ReduceChunk",
+    "ExtendedEinsum",
+    "ToBackend",
+    "broadcast_axes",
+    "along",
+    "npx",
+    "dtype_of",
+]

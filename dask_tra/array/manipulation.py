@@ -1,6 +1,7 @@
 """Manipulation: flip, roll, repeat, tile (gathers, ``rechunk.take``), broadcast_to (a Join
 with a template relation of the target shape), tril/triu (a Join with a relation of per-block
 diagonal offsets), diff (slices and a subtraction)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,11 +67,12 @@ def broadcast_to(x, shape, chunks=None):
         return x
     off = len(shape) - x.ndim
     if chunks is None:
-        chunks = tuple((s,) if d < off or x.shape[d - off] != s else x.chunks[d - off]
-                       for d, s in enumerate(shape))
+        chunks = tuple((s,) if d < off or x.shape[d - off] != s else x.chunks[d - off] for d, s in enumerate(shape))
     from .creation import _auto
+
     src = BlockSource("template", shape, _auto(chunks, shape, np.bool_), np.bool_)
     from ..core import RelArray
+
     template = RelArray(src.input, {src.input.name: src})
     return elementwise("broadcastTo", broadcast_like, x, template, dtype=x.dtype)
 
@@ -94,9 +96,11 @@ def _triangle(which):
             raise ValueError(f"{which} needs at least 2 dimensions, got {m.ndim}")
         n = m.ndim
         ro, co = offsets(m.chunks[-2]), offsets(m.chunks[-1])
-        P = param_relation({(i, j): [k + ro[i] - co[j]] for i, j in grid(m.numblocks[-2:])},
-                           m.numblocks[-2:], what="diagonals")
+        P = param_relation(
+            {(i, j): [k + ro[i] - co[j]] for i, j in grid(m.numblocks[-2:])}, m.numblocks[-2:], what="diagonals"
+        )
         return wrap(Join(m.expr, P.expr, (n - 2, n - 1), (0, 1), Triangle(which, m.dtype)), m, extra=P.sources)
+
     tri.__name__ = which
     return tri
 
@@ -113,7 +117,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         if v is not None:
             v = asarray(v)
             if v.ndim == 0:
-                v = broadcast_to(v, a.shape[:axis] + (1,) + a.shape[axis + 1:])
+                v = broadcast_to(v, a.shape[:axis] + (1,) + a.shape[axis + 1 :])
         ends.append(v)
     if ends[0] is not None or ends[1] is not None:
         a = concatenate([v for v in (ends[0], a, ends[1]) if v is not None], axis=axis)

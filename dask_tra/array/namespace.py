@@ -6,6 +6,7 @@ promotion and dtype handling are NumPy 2's (which follow the standard where it s
 Functions whose output shape depends on data (``nonzero``, ``unique_*``) find it by an
 eager pass (``datadependent``). ``linalg`` and ``fft`` are the standard's extensions. ``docs/api.md`` lists the gaps.
 """
+
 import types as _types
 from collections import namedtuple as _namedtuple
 
@@ -31,10 +32,13 @@ logaddexp logical_and logical_not logical_or logical_xor maximum minimum multipl
 not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan tanh
 trunc""".split()
 globals().update({n: getattr(_da, n) for n in _SAME})
+
+
 def _floor_divide_chunks(a, b):
     """floor(a / b) where an operand is infinite (the standard's special cases; NumPy returns
     NaN or -1 there), NumPy's floor_divide elsewhere."""
     from .kernels import npx
+
     xp = npx(a, b)
     with _np.errstate(all="ignore"):
         out = xp.floor_divide(a, b)
@@ -45,13 +49,24 @@ def _floor_divide_chunks(a, b):
 
 def floor_divide(x1, x2, /):
     from .elementwise import elementwise
+
     return elementwise("floor_divide", _floor_divide_chunks, x1, x2)
 
 
-_RENAMED = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh", "atan": "arctan",
-            "atan2": "arctan2", "atanh": "arctanh", "bitwise_left_shift": "left_shift",
-            "bitwise_invert": "invert", "bitwise_right_shift": "right_shift", "pow": "power",
-            "divide": "true_divide"}
+_RENAMED = {
+    "acos": "arccos",
+    "acosh": "arccosh",
+    "asin": "arcsin",
+    "asinh": "arcsinh",
+    "atan": "arctan",
+    "atan2": "arctan2",
+    "atanh": "arctanh",
+    "bitwise_left_shift": "left_shift",
+    "bitwise_invert": "invert",
+    "bitwise_right_shift": "right_shift",
+    "pow": "power",
+    "divide": "true_divide",
+}
 globals().update({n: getattr(_da, m) for n, m in _RENAMED.items()})
 
 
@@ -61,6 +76,7 @@ def _integral_keeps(name):
     def g(x, /):
         x = _da.asarray(x)
         return _da.astype(x, x.dtype) if x.dtype.kind in "biu" else f(x)
+
     g.__name__ = name
     return g
 
@@ -293,12 +309,14 @@ def _red(name):
 
     def g(x, /, *, axis=None, keepdims=False, **kw):
         return f(x, axis=axis, keepdims=keepdims, **kw)
+
     g.__name__ = name
     return g
 
 
 max, min, mean, all, any, argmax, argmin, count_nonzero = (  # noqa: A001
-    _red(n) for n in ("max", "min", "mean", "all", "any", "argmax", "argmin", "count_nonzero"))
+    _red(n) for n in ("max", "min", "mean", "all", "any", "argmax", "argmin", "count_nonzero")
+)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
@@ -328,10 +346,11 @@ def _cumulative(name):
         out = f(x, axis=axis, dtype=dtype)
         if include_initial:
             axis = axis % x.ndim
-            shape = out.shape[:axis] + (1,) + out.shape[axis + 1:]
+            shape = out.shape[:axis] + (1,) + out.shape[axis + 1 :]
             first = _da.full(shape, 0 if name == "cumulative_sum" else 1, dtype=out.dtype)
             out = _da.concatenate([first, out], axis=axis)
         return out
+
     g.__name__ = name
     return g
 
@@ -357,8 +376,7 @@ _UniqueInverse = _namedtuple("UniqueInverseResult", ["values", "inverse_indices"
 def _unique(x, index, inverse, counts):
     """NumPy's unique of the computed values (NaNs kept distinct, as the standard says)."""
     a = _np.asarray(x)
-    out = _np.unique(a.ravel(), return_index=index, return_inverse=inverse, return_counts=counts,
-                     equal_nan=False)
+    out = _np.unique(a.ravel(), return_index=index, return_inverse=inverse, return_counts=counts, equal_nan=False)
     out = list(out) if isinstance(out, tuple) else [out]
     if inverse:
         out[1 + index] = out[1 + index].reshape(a.shape)
@@ -394,12 +412,29 @@ class _Info:
         return ["cpu"]
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": _np.dtype(float64), "complex floating": _np.dtype(complex128),
-                "integral": _np.dtype(int64), "indexing": _np.dtype(int64)}
+        return {
+            "real floating": _np.dtype(float64),
+            "complex floating": _np.dtype(complex128),
+            "integral": _np.dtype(int64),
+            "indexing": _np.dtype(int64),
+        }
 
     def dtypes(self, *, device=None, kind=None):
-        names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float32", "float64", "complex64", "complex128"]
+        names = [
+            "bool",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float32",
+            "float64",
+            "complex64",
+            "complex128",
+        ]
         out = {n: _np.dtype(n) for n in names}
         return out if kind is None else {n: d for n, d in out.items() if _np.isdtype(d, kind)}
 

@@ -1,5 +1,6 @@
 """The Array API ``fft`` extension (``xp.fft``) over RelArrays: ``dask_tra.array.fft`` under the
 standard's signatures (positional-only array, keyword-only options)."""
+
 from . import fft as _fft
 
 
@@ -8,6 +9,7 @@ def _one(name):
 
     def g(x, /, *, n=None, axis=-1, norm="backward"):
         return f(x, n=n, axis=axis, norm=norm)
+
     g.__name__ = name
     return g
 
@@ -17,6 +19,7 @@ def _nd(name):
 
     def g(x, /, *, s=None, axes=None, norm="backward"):
         return f(x, s=s, axes=axes, norm=norm)
+
     g.__name__ = name
     return g
 

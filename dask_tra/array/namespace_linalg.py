@@ -3,6 +3,7 @@
 A 2-d matrix goes through the blocked algorithms of ``dask_tra.array.linalg`` (TSQR,
 blocked Cholesky and LU); a stack of matrices through NumPy's batched linalg per chunk.
 """
+
 from collections import namedtuple as _namedtuple
 
 from . import linalg as _la

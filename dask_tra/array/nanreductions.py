@@ -9,6 +9,7 @@
   or not.
 Integer and boolean arrays hold no NaNs: these are the plain functions for them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,6 +71,7 @@ def _nanarg(op, fill):
         index = plain(_filled(a, fill), axis, keepdims, out=out, **kw)
         all_nan = red.all(ew.isnan(a), axis, keepdims=keepdims)
         return ew.elementwise(f"nan{op}", checked_index, index, all_nan, dtype=index.dtype)
+
     reduce.__name__ = f"nan{op}"
     reduce.__doc__ = f"numpy.nan{op}: the index of the {op[3:]} ignoring NaNs (ValueError on an all-NaN slice)."
     return reduce

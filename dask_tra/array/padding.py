@@ -7,6 +7,7 @@
 - "maximum", "minimum", "mean": the statistic over the axis (``stat_length`` None),
   broadcast to the padding and concatenated.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,6 +33,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     from . import reductions
     from .creation import full
     from .stacking import concatenate
+
     x = asarray(array)
     if callable(mode):
         raise NotImplementedError("pad with a function as mode is not supported")
@@ -61,13 +63,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
             if not width:
                 parts.append(None)
                 continue
-            shape = x.shape[:axis] + (width,) + x.shape[axis + 1:]
-            chunks = x.chunks[:axis] + ((width,),) + x.chunks[axis + 1:]
+            shape = x.shape[:axis] + (width,) + x.shape[axis + 1 :]
+            chunks = x.chunks[:axis] + ((width,),) + x.chunks[axis + 1 :]
             if mode in _STAT_MODES:
                 stat = getattr(reductions, _STAT_MODES[mode])(x, axis=axis, keepdims=True)
                 if mode == "mean" and x.dtype.kind in "biu":
                     stat = stat.round().astype(x.dtype)
                 from .manipulation import broadcast_to
+
                 parts.append(broadcast_to(stat.astype(x.dtype), shape, chunks=chunks))
             else:
                 value = 0 if mode == "empty" else values[axis][k]

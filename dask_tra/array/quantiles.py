@@ -6,6 +6,7 @@ block, a ``blockwise`` kernel: the quantile dims (``q``'s shape) come first, as 
 Unlike dask, ``axis=None`` and several axes are supported (the whole of those axes then sits
 in each block: mind the block size).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,7 @@ import numpy as np
 from .blockwise import blockwise
 from .relations import asarray, axes_of
 
-_NUMPY = {"median": np.median, "nanmedian": np.nanmedian, "quantile": np.quantile,
-          "nanquantile": np.nanquantile}
+_NUMPY = {"median": np.median, "nanmedian": np.nanmedian, "quantile": np.quantile, "nanquantile": np.nanquantile}
 
 
 def order_statistic(block, fn, q, axes, method, keepdims):
@@ -38,9 +38,27 @@ def _reduce(fn, a, q, axis, method, keepdims):
     out_ind = qdims + [l for d, l in enumerate(ind) if keepdims or d not in axes]
     adjust = {f"a{d}": 1 for d in axes} if keepdims else None
     probe = order_statistic(np.ones((1,) * a.ndim, a.dtype), fn, q, axes, method, keepdims)
-    return blockwise(order_statistic, out_ind, a, ind, fn, None, q, None, axes, None, method, None,
-                     keepdims, None, new_axes={l: n for l, n in zip(qdims, () if q is None else q.shape)},
-                     adjust_chunks=adjust, dtype=probe.dtype, concatenate=True, name=fn)
+    return blockwise(
+        order_statistic,
+        out_ind,
+        a,
+        ind,
+        fn,
+        None,
+        q,
+        None,
+        axes,
+        None,
+        method,
+        None,
+        keepdims,
+        None,
+        new_axes={l: n for l, n in zip(qdims, () if q is None else q.shape)},
+        adjust_chunks=adjust,
+        dtype=probe.dtype,
+        concatenate=True,
+        name=fn,
+    )
 
 
 def median(a, axis=None, keepdims=False, out=None, overwrite_input=False):
@@ -55,32 +73,90 @@ def nanmedian(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     return _reduce("nanmedian", a, None, axis, None, keepdims)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-             weights=None, interpolation=None):
+def quantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
     """numpy.quantile: the quantile dims (``q``'s shape) come first."""
     _no_out(out, weights)
     return _reduce("quantile", a, q, axis, interpolation or method, keepdims)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                weights=None, interpolation=None):
+def nanquantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
     """numpy.nanquantile: the quantile dims (``q``'s shape) come first."""
     _no_out(out, weights)
     return _reduce("nanquantile", a, q, axis, interpolation or method, keepdims)
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-               weights=None, interpolation=None):
+def percentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
     """numpy.percentile (``q`` in [0, 100])."""
-    return quantile(a, np.asarray(q) / 100, axis, out, overwrite_input, method, keepdims, weights=weights,
-                    interpolation=interpolation)
+    return quantile(
+        a,
+        np.asarray(q) / 100,
+        axis,
+        out,
+        overwrite_input,
+        method,
+        keepdims,
+        weights=weights,
+        interpolation=interpolation,
+    )
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                  weights=None, interpolation=None):
+def nanpercentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
     """numpy.nanpercentile (``q`` in [0, 100])."""
-    return nanquantile(a, np.asarray(q) / 100, axis, out, overwrite_input, method, keepdims, weights=weights,
-                       interpolation=interpolation)
+    return nanquantile(
+        a,
+        np.asarray(q) / 100,
+        axis,
+        out,
+        overwrite_input,
+        method,
+        keepdims,
+        weights=weights,
+        interpolation=interpolation,
+    )
 
 
 def _no_out(out, weights=None):

@@ -5,6 +5,7 @@ the seed and the chunking only, not on where or in what order chunks are made.
 ``default_rng(seed)`` and ``RandomState(seed)`` give dask.array-style generator objects whose
 successive calls draw from distinct, reproducible seeds.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,7 +79,6 @@ class Generator:
     def integers(self, low, high=None, size=None, dtype=np.int64, chunks="auto", **kw):
         return randint(low, high, size, chunks, self._seed(), dtype)
 
-
     def permutation(self, x):
         return distributions.permutation(x, self._seed())
 
@@ -95,6 +95,7 @@ class Generator:
 def _method(name):
     def m(self, *args, size=None, chunks="auto", **kwargs):
         return getattr(distributions, name)(*args, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
     m.__name__ = name
     m.__doc__ = f"See ``dask_tra.array.random.{name}``."
     return m

@@ -19,6 +19,7 @@ Every old block gets the same number of pieces (padding with empty ones) and eve
 block the same number of positions (filling with the empty ones), so every relation on the
 way is dense: Join and Concat need that.
 """
+
 from __future__ import annotations
 
 import math
@@ -100,8 +101,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
         for w in range(len(members), r):
             place[next(spare)] = (j, w)
     if len(place) < p * q:
-        expr = Filter(expr, KeyPred(Bound(dims_in, (axis, n), frozenset(place)), "placedPieces",
-                                    frozenset({axis, n})))
+        expr = Filter(expr, KeyPred(Bound(dims_in, (axis, n), frozenset(place)), "placedPieces", frozenset({axis, n})))
     expr = ReKey(expr, KeyMap(Bound(_place_piece, axis, n, r > 1, place), f"placePieces[{axis}]"))
     if r > 1:
         expr = Concat(expr, n, axis)
@@ -117,8 +117,11 @@ def _whole_blocks(x, axis, pieces, in_chunks):
     Filter(blocks used) -> ReKey(old -> (new, position)) -> Concat(position) if several."""
     olds = [i for i, _, _ in pieces]
     counts = np.bincount([j for _, j, _ in pieces])
-    if len(set(olds)) < len(olds) or not all(_whole(loc, in_chunks[i]) for i, _, loc in pieces) or (
-            counts != counts[0]).any():
+    if (
+        len(set(olds)) < len(olds)
+        or not all(_whole(loc, in_chunks[i]) for i, _, loc in pieces)
+        or (counts != counts[0]).any()
+    ):
         return None
     place, seen = {}, {}
     for i, j, _ in pieces:
@@ -126,8 +129,9 @@ def _whole_blocks(x, axis, pieces, in_chunks):
         seen[j] = seen.get(j, 0) + 1
     expr, n, r = x.expr, x.expr.type.key_arity, int(counts[0])
     if len(place) < len(in_chunks):
-        expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}",
-                                    frozenset({axis})))
+        expr = Filter(
+            expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}", frozenset({axis}))
+        )
     expr = ReKey(expr, KeyMap(Bound(_place_block, axis, r > 1, place), f"placeBlocks[{axis}]"))
     return Concat(expr, n, axis) if r > 1 else expr
 
@@ -143,9 +147,12 @@ def _tiles(x, axis, pieces, in_chunks):
     if size == 0 or len(by_old) < len(in_chunks) or np.bincount([j for _, j, _ in pieces]).max() > 1:
         return None
     for i, c in enumerate(in_chunks):
-        if len(by_old[i]) != q or -(-c // size) != q or not _whole(
-                np.concatenate([loc for _, loc in by_old[i]]), c) or any(
-                len(loc) != min(size, c - k * size) for k, (_, loc) in enumerate(by_old[i])):
+        if (
+            len(by_old[i]) != q
+            or -(-c // size) != q
+            or not _whole(np.concatenate([loc for _, loc in by_old[i]]), c)
+            or any(len(loc) != min(size, c - k * size) for k, (_, loc) in enumerate(by_old[i]))
+        ):
             return None
     new = {(i, k): j for i, ps in by_old.items() for k, (j, _) in enumerate(ps)}
     n = x.expr.type.key_arity
@@ -155,18 +162,18 @@ def _tiles(x, axis, pieces, in_chunks):
 def _place_piece(axis, n, numbered, place, k):
     """(old block, piece) -> (new block, position in it, if new blocks have several pieces)."""
     j, w = place[(k[axis], k[n])]
-    return k[:axis] + (j,) + k[axis + 1:n] + ((w,) if numbered else ())
+    return k[:axis] + (j,) + k[axis + 1 : n] + ((w,) if numbered else ())
 
 
 def _place_block(axis, numbered, place, k):
     """old block -> (new block, position in it, if new blocks have several old ones)."""
     j, w = place[k[axis]]
-    return k[:axis] + (j,) + k[axis + 1:] + ((w,) if numbered else ())
+    return k[:axis] + (j,) + k[axis + 1 :] + ((w,) if numbered else ())
 
 
 def _place_tile(axis, n, new, k):
     """(old block, tile) -> new block."""
-    return k[:axis] + (new[(k[axis], k[n])],) + k[axis + 1:n]
+    return k[:axis] + (new[(k[axis], k[n])],) + k[axis + 1 : n]
 
 
 def rechunk_axes(x, chunks: dict) -> Rel:
@@ -184,6 +191,7 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     """dask.array.rechunk: new chunks given like dask (int, tuple, dict, 'auto', -1, None)."""
     from dask.array.core import normalize_chunks
     from .relations import axis_of, wrap
+
     if isinstance(chunks, dict):
         chunks = {axis_of(a, x.ndim): c for a, c in chunks.items()}
         chunks = tuple(chunks.get(i, x.chunks[i]) for i in range(x.ndim))
@@ -191,8 +199,7 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
         if len(chunks) != x.ndim:
             raise ValueError(f"chunks {chunks!r} have {len(chunks)} entries for a {x.ndim}-d array")
         chunks = tuple(x.chunks[i] if c is None else c for i, c in enumerate(chunks))
-    new = normalize_chunks(chunks, x.shape, limit=block_size_limit, dtype=x.dtype,
-                           previous_chunks=x.chunks)
+    new = normalize_chunks(chunks, x.shape, limit=block_size_limit, dtype=x.dtype, previous_chunks=x.chunks)
     if new == x.chunks:
         return x
     r = rechunk_axes(x, dict(enumerate(new)))
@@ -202,6 +209,7 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
 def take(x, axis, src, out_chunks=None):
     """The RelArray gathering positions ``src`` of ``x`` along ``axis`` (chunks: ``run_chunks``)."""
     from .relations import wrap
+
     g = gather(x, axis, src, out_chunks or run_chunks(src, x.chunks[axis]))
     return wrap(g.expr, x, extra=g.sources)
 

@@ -14,6 +14,7 @@ otherwise a Transform squeezes the reduced chunk axes.
   totals: a contraction of the totals with a strictly-triangular block mask
   (Join on the block dim, Aggregate over it), joined back onto the scans.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,6 +63,7 @@ def _simple(op, merge, dtype_of):
         if op in ("max", "min"):
             _nonempty(a, axis, "maximum" if op == "max" else "minimum")
         return reduction(a, axis, keepdims, lambda axes: ReduceChunk(op, axes, dt), merge)
+
     reduce.__name__ = op
     reduce.__doc__ = f"{op} over ``axis`` (None: all), like numpy.{op}."
     return reduce
@@ -117,8 +119,9 @@ def quiet_divide(s, n):
 
 def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
     _no_out(out, kw)
-    return elementwise("divide", np.divide, nansum(a, axis, dtype, keepdims),
-                       sum(logical_not(isnan(a)), axis, keepdims=keepdims))
+    return elementwise(
+        "divide", np.divide, nansum(a, axis, dtype, keepdims), sum(logical_not(isnan(a)), axis, keepdims=keepdims)
+    )
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -126,6 +129,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 # ---------------------------------------------------------------- var / std: (count, mean, M2)
+
 
 def _moments_init(axes, dt):
     return Fn(f"moments{list(axes)}", Bound(_moments, axes, dt), axes=Bound(_moments_axes, axes), dtype=dt)
@@ -163,8 +167,9 @@ def _without_first_axis(frontier, ax):
 moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
 
 
-def var(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *,
-        correction=None, _root=False, **kw):
+def var(
+    a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, _root=False, **kw
+):
     _no_out(out, kw)
     a = asarray(a)
     ddof = correction if correction is not None else ddof
@@ -177,20 +182,21 @@ def var(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=
 def _variance(ddof, root, res, s):
     xp = npx(s)
     with np.errstate(invalid="ignore", divide="ignore"):
-        v = (xp.real(s[2]) / xp.maximum(xp.real(s[0]) - ddof, 0))
+        v = xp.real(s[2]) / xp.maximum(xp.real(s[0]) - ddof, 0)
     return xp.astype(xp.sqrt(v) if root else v, res)
 
 
-def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *,
-        correction=None, **kw):
+def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kw):
     return var(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
 
 
 # ---------------------------------------------------------------- argmin / argmax: (value, index)
 
+
 def _arg_init(op, axis, shape, dt):
-    return Fn(f"{op}Init", Bound(_arg_start, op, axis, shape, dt), 2, axes=Bound(_arg_axes, axis), dtype=dt,
-              host_args=(1,))
+    return Fn(
+        f"{op}Init", Bound(_arg_start, op, axis, shape, dt), 2, axes=Bound(_arg_axes, axis), dtype=dt, host_args=(1,)
+    )
 
 
 def _arg_start(op, axis, shape, dt, c, off):
@@ -244,12 +250,15 @@ def _arg(op):
         dt = np.result_type(a.dtype, np.int64)
         dims = tuple(range(a.ndim)) if ax is None else (ax,)
         offs = [offsets(a.chunks[d]) for d in dims]
-        P = param_relation({k: [o[i] for o, i in zip(offs, k)] for k in grid(a.numblocks if ax is None
-                                                                             else (a.numblocks[ax],))},
-                           tuple(a.numblocks[d] for d in dims), what="offsets")
+        P = param_relation(
+            {k: [o[i] for o, i in zip(offs, k)] for k in grid(a.numblocks if ax is None else (a.numblocks[ax],))},
+            tuple(a.numblocks[d] for d in dims),
+            what="offsets",
+        )
         start = Join(a.expr, P.expr, dims, tuple(range(len(dims))), _arg_init(op, ax, a.shape, dt))
         final = Fn("index", _index_of, axes=_without_first_axis, dtype=np.intp)
         return reduction(a, axis, keepdims, None, _arg_merge(op), final, start=start, extra=P.sources)
+
     reduce.__name__ = op
     return reduce
 
@@ -260,12 +269,14 @@ argmax = _arg("argmax")
 
 # ---------------------------------------------------------------- cumulative sums and products
 
+
 def _scan(op):
     agg = K.add if op == "cumsum" else K.mul
     total = "sum" if op == "cumsum" else "prod"
 
     def scan(x, axis=None, dtype=None, out=None, method="sequential", **kw):
         from .structure import reshape
+
         _no_out(out, kw)
         x = asarray(x)
         if axis is None:
@@ -280,9 +291,9 @@ def _scan(op):
         mask = param_relation({(i, j): i < j for i, j in grid((p, p))}, (p, p), np.bool_, "before")
         pick = K.mul if op == "cumsum" else K.Elementwise("prefixFactor", _prefix_factor, 2, dtype=dt)
         n = x.ndim
-        prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick),
-                           [d if d != axis else n for d in range(n)], agg)
+        prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick), [d if d != axis else n for d in range(n)], agg)
         return wrap(Join(local, prefix, range(n), range(n), agg), x, extra=mask.sources)
+
     scan.__name__ = op
     scan.__doc__ = f"numpy.{op} along ``axis`` (None: of the flattened array)."
     return scan
@@ -301,6 +312,26 @@ cumsum = _scan("cumsum")
 cumprod = _scan("cumprod")
 
 
-__all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std",
-           "argmin", "argmax", "cumsum", "cumprod", "nansum", "nanprod", "nanmax", "nanmin",
-           "nanmean", "count_nonzero"]
+__all__ = [
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "any",
+    "all",
+    "mean",
+    "var",
+    "std",
+    "argmin",
+    "argmax",
+    "cumsum",
+    "cumprod",
+    "nansum",
+    "nanprod",
+    "nanmax",
+    "nanmin",
+    "nanmean",
+    "count_nonzero",
+]

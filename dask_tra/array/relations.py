@@ -4,6 +4,7 @@ relations, argument checks.
 A ``Rel`` is a TRA expression plus the sources its inputs need; a ``RelArray`` is a Rel
 whose expression is an array relation (key dim i counts blocks along axis i).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -43,11 +44,13 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 def wrap(expr, *parents, extra=None):
     """A RelArray over ``expr`` reading the sources of ``parents``."""
     from ..core import RelArray
+
     return RelArray(expr, rel_of(*parents, extra=extra))
 
 
 def is_array(x) -> bool:
     from ..core import RelArray
+
     return isinstance(x, RelArray)
 
 
@@ -57,8 +60,10 @@ def asarray(x, chunks="auto"):
         return x
     if type(x).__module__.split(".")[0] == "dask" and hasattr(x, "dask"):
         from .creation import from_dask
+
         return from_dask(x)
     from .creation import from_array
+
     return from_array(np.asarray(x), chunks=chunks)
 
 
@@ -70,8 +75,9 @@ def check_dtype(dtype) -> np.dtype:
     """Bool, integer, floating and complex dtypes only (TypeError otherwise)."""
     dtype = np.dtype(dtype)
     if dtype.kind not in SUPPORTED_KINDS or dtype.fields is not None:
-        raise TypeError(f"dask_tra.array does not support dtype {dtype} "
-                        f"(supported: bool, integer, floating and complex)")
+        raise TypeError(
+            f"dask_tra.array does not support dtype {dtype} (supported: bool, integer, floating and complex)"
+        )
     return dtype
 
 
@@ -105,8 +111,7 @@ class ParamSource(Source):
     def __init__(self, chunks: dict, frontier, dtype=np.int64, what="param"):
         self.chunks = {tuple(k): np.asarray(v, dtype=dtype) for k, v in chunks.items()}
         rank = np.ndim(next(iter(self.chunks.values()))) if self.chunks else 0
-        axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier)
-                     for i in range(rank))
+        axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier) for i in range(rank))
         self.input = Input(fresh_name(what), RelationType(frontier, axes, np.dtype(dtype)))
 
     def task(self, key):
@@ -141,6 +146,7 @@ def make_block(kind, shape, offsets, dtype, params, backend="numpy", device=None
     if backend == "numpy":
         return out
     from .. import backends
+
     return backends.get(backend).from_numpy(np.ascontiguousarray(out), device)
 
 
@@ -176,5 +182,19 @@ def nbytes(x) -> int:
     return math.prod(x.shape) * x.dtype.itemsize
 
 
-__all__ = ["Rel", "rel_of", "wrap", "is_array", "asarray", "is_scalar", "check_dtype", "axes_of",
-           "axis_of", "rekey", "param_relation", "BlockSource", "grid", "offsets"]
+__all__ = [
+    "Rel",
+    "rel_of",
+    "wrap",
+    "is_array",
+    "asarray",
+    "is_scalar",
+    "check_dtype",
+    "axes_of",
+    "axis_of",
+    "rekey",
+    "param_relation",
+    "BlockSource",
+    "grid",
+    "offsets",
+]

@@ -5,6 +5,7 @@ choose, gradient, ediff1d, diag, tri, rot90, average, cov, corrcoef, digitize, .
 User functions (piecewise, fromfunction) run inside chunk kernels and so
 must pickle like any graph content (module-level functions).
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,10 +18,12 @@ from .relations import asarray, axes_of, axis_of
 
 def _da():
     import dask_tra.array as da
+
     return da
 
 
 # ---------------------------------------------------------------- choosing elements
+
 
 def select(condlist, choicelist, default=0):
     """numpy.select: the first true condition picks its choice, else ``default``."""
@@ -34,8 +37,13 @@ def select(condlist, choicelist, default=0):
         if c.dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     dtype = np.result_type(*[getattr(c, "dtype", np.asarray(c).dtype) for c in choicelist], np.asarray(default))
-    out = da.astype(da.broadcast_to(asarray(np.asarray(default, dtype)), np.broadcast_shapes(
-        *[c.shape for c in conds], *[np.shape(c) for c in choicelist])), dtype)
+    out = da.astype(
+        da.broadcast_to(
+            asarray(np.asarray(default, dtype)),
+            np.broadcast_shapes(*[c.shape for c in conds], *[np.shape(c) for c in choicelist]),
+        ),
+        dtype,
+    )
     for c, v in reversed(list(zip(conds, choicelist))):
         out = da.where(c, v, out).astype(dtype)
     return out
@@ -48,6 +56,7 @@ def _choose(index, *choices):
 def choose(a, choices):
     """numpy.choose (mode "raise": an index out of range fails when computed, as in dask)."""
     from .elementwise import elementwise
+
     return elementwise("choose", _choose, a, *choices)
 
 
@@ -59,15 +68,18 @@ def piecewise(x, condlist, funclist, *args, **kw):
     """numpy.piecewise with elementwise pieces: ``funclist[i]`` (a callable, applied to the whole
     chunk, or a scalar) where ``condlist[i]`` holds; one extra function is the otherwise case."""
     from .elementwise import elementwise
+
     da = _da()
     x = asarray(x)
-    if is_scalar_bool(condlist) or (isinstance(condlist, (list, tuple)) and condlist and
-                                    np.ndim(condlist[0]) == 0 and x.ndim):
+    if is_scalar_bool(condlist) or (
+        isinstance(condlist, (list, tuple)) and condlist and np.ndim(condlist[0]) == 0 and x.ndim
+    ):
         condlist = [condlist]
     conds = [da.broadcast_to(asarray(c), x.shape) for c in condlist]
     if len(funclist) not in (len(conds), len(conds) + 1):
-        raise ValueError(f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} functions "
-                         f"are expected")
+        raise ValueError(
+            f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} functions are expected"
+        )
     if len(funclist) == len(conds) + 1:
         rest = da.logical_not(functools.reduce(da.logical_or, conds)) if conds else da.ones(x.shape, bool)
         conds, funclist = conds + [rest], list(funclist)
@@ -83,6 +95,7 @@ def is_scalar_bool(v):
 
 
 # ---------------------------------------------------------------- differences, gradients
+
 
 def ediff1d(ary, to_end=None, to_begin=None):
     da = _da()
@@ -113,11 +126,14 @@ def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
     for ax, h in zip(axes, spacing):
         n = f.shape[ax]
         if n < edge_order + 1:
-            raise ValueError("Shape of array too small to calculate a numerical gradient, at least (edge_order "
-                             "+ 1) elements are required.")
+            raise ValueError(
+                "Shape of array too small to calculate a numerical gradient, at least (edge_order "
+                "+ 1) elements are required."
+            )
 
         def s(lo, hi, ax=ax):
             return f[(slice(None),) * ax + (slice(lo, hi),)]
+
         inner = (s(2, None) - s(None, -2)) / (2.0 * h)
         if edge_order == 1:
             first, last = (s(1, 2) - s(0, 1)) / h, (s(-1, None) - s(-2, -1)) / h
@@ -131,6 +147,7 @@ def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
 
 # ---------------------------------------------------------------- matrices
 
+
 def diag(v, k=0):
     """numpy.diag: the k-th diagonal of a 2-d array, or a 2-d array with ``v`` on it."""
     da = _da()
@@ -141,8 +158,11 @@ def diag(v, k=0):
         raise ValueError("Input must be 1- or 2-d.")
     n = v.shape[0] + abs(k)
     line = da.concatenate([v, da.zeros(abs(k), dtype=v.dtype)]) if k else v  # entry (i, j) is line[min(i, j)]
-    return da.where(da.eye(n, k=k, dtype=bool, chunks=line.chunks * 2), line[:, None] if k >= 0 else line[None, :],
-                    np.zeros((), v.dtype))
+    return da.where(
+        da.eye(n, k=k, dtype=bool, chunks=line.chunks * 2),
+        line[:, None] if k >= 0 else line[None, :],
+        np.zeros((), v.dtype),
+    )
 
 
 def tri(N, M=None, k=0, dtype=float, chunks="auto", **kwargs):
@@ -191,6 +211,7 @@ def vdot(a, b):
 
 
 # ---------------------------------------------------------------- statistics
+
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     da = _da()
@@ -256,15 +277,19 @@ def moment(a, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=
     if not isinstance(order, (int, np.integer)) or order < 0:
         raise ValueError("Order must be an integer >= 0")
     if order < 2:
-        val = da.ones_like(da.mean(a, axis=axis, keepdims=keepdims)) if order == 0 else da.zeros_like(
-            da.mean(a, axis=axis, keepdims=keepdims))
+        val = (
+            da.ones_like(da.mean(a, axis=axis, keepdims=keepdims))
+            if order == 0
+            else da.zeros_like(da.mean(a, axis=axis, keepdims=keepdims))
+        )
         return val if dtype is None else val.astype(dtype)
     n = math.prod(a.shape[d] for d in axes_of(axis, a.ndim))
     centered = a - da.mean(a, axis=axis, keepdims=True, dtype=dtype)
-    return da.sum(centered ** order, axis=axis, keepdims=keepdims, dtype=dtype) / (n - ddof)
+    return da.sum(centered**order, axis=axis, keepdims=keepdims, dtype=dtype) / (n - ddof)
 
 
 # ---------------------------------------------------------------- elementwise helpers
+
 
 def _digitize(x, bins, right):
     return np.digitize(x, bins, right=right)
@@ -272,6 +297,7 @@ def _digitize(x, bins, right):
 
 def digitize(a, bins, right=False):
     from .elementwise import elementwise
+
     bins = np.asarray(bins)
     if bins.ndim != 1:
         raise ValueError("bins must be a 1-d NumPy array")
@@ -284,11 +310,13 @@ def _i0(x):
 
 def i0(x):
     from .elementwise import elementwise
+
     return elementwise("i0", _i0, x)
 
 
 def sinc(x):
     from .elementwise import elementwise
+
     return elementwise("sinc", np.sinc, x)
 
 
@@ -334,6 +362,7 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
 
 
 # ---------------------------------------------------------------- indices
+
 
 def indices(dimensions, dtype=int, chunks="auto"):
     """numpy.indices: a grid of indices, one leading entry per dimension."""
@@ -400,9 +429,11 @@ def _ravel_multi(dims, mode, order, *index):
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     from .elementwise import elementwise
+
     dims = tuple(int(d) for d in dims)
-    return elementwise("ravel_multi_index", functools.partial(_ravel_multi, dims, mode, order), *multi_index,
-                       dtype=np.intp)
+    return elementwise(
+        "ravel_multi_index", functools.partial(_ravel_multi, dims, mode, order), *multi_index, dtype=np.intp
+    )
 
 
 def _unravel(shape, order, i, index):
@@ -411,12 +442,16 @@ def _unravel(shape, order, i, index):
 
 def unravel_index(indices, shape, order="C"):
     from .elementwise import elementwise
+
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-    return tuple(elementwise(f"unravel_index[{i}]", functools.partial(_unravel, shape, order, i), indices,
-                             dtype=np.intp) for i in range(len(shape)))
+    return tuple(
+        elementwise(f"unravel_index[{i}]", functools.partial(_unravel, shape, order, i), indices, dtype=np.intp)
+        for i in range(len(shape))
+    )
 
 
 # ---------------------------------------------------------------- joining and cutting
+
 
 def append(arr, values, axis=None):
     da = _da()
@@ -468,6 +503,7 @@ def block(arrays):
         while isinstance(x, list):
             x, d = (x[0] if x else None), d + 1
         return d
+
     levels = depth(arrays)
     if levels == 0:
         return asarray(arrays)
@@ -478,6 +514,7 @@ def block(arrays):
             a = asarray(x)
             return da.reshape(a, (1,) * (ndim - a.ndim) + a.shape) if a.ndim < ndim else a
         return da.concatenate([build(v, level + 1) for v in x], axis=ndim - levels + level)
+
     return build(arrays, 0)
 
 
@@ -500,8 +537,10 @@ def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
         x = x[tuple(slice(0, x.shape[d] - x.shape[d] % axes.get(d, 1)) for d in range(x.ndim))]
     for d, f in axes.items():
         if x.shape[d] % f:
-            raise ValueError(f"Coarsening factor does not align with block dimensions: axis {d} of length "
-                             f"{x.shape[d]} is not a multiple of {f}")
+            raise ValueError(
+                f"Coarsening factor does not align with block dimensions: axis {d} of length "
+                f"{x.shape[d]} is not a multiple of {f}"
+            )
     shape, red = [], []
     for d, n in enumerate(x.shape):
         f = axes.get(d, 1)
@@ -511,6 +550,7 @@ def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
 
 
 # ---------------------------------------------------------------- per-chunk user functions
+
 
 def apply_over_axes(func, a, axes):
     a = asarray(a)
@@ -523,6 +563,7 @@ def apply_over_axes(func, a, axes):
 
 # ---------------------------------------------------------------- metadata
 
+
 def shape(a):
     return asarray(a).shape
 
@@ -533,6 +574,7 @@ def ndim(a):
 
 def result_type(*arrays_and_dtypes):
     from .relations import is_array
+
     return np.result_type(*[v.dtype if is_array(v) else v for v in arrays_and_dtypes])
 
 

@@ -13,6 +13,7 @@
 - take/take_along_axis with lazy (RelArray) indices: the source axis in one block, joined
   with the index blocks; NumPy indices use the gather of ``x[index]``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,6 +27,7 @@ from .relations import asarray, axis_of, is_array, offsets, param_relation, reke
 
 def _xp(*chunks):
     from .kernels import npx
+
     return npx(*chunks)
 
 
@@ -56,6 +58,7 @@ class Sort(FieldsKernel):
 
 def _sorted(a, axis, descending, stable, arg):
     from .rechunk import rechunk_axes
+
     a = asarray(a)
     if a.ndim == 0:
         raise ValueError("sort: needs an array of at least one dimension")
@@ -67,6 +70,7 @@ def _sorted(a, axis, descending, stable, arg):
 def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     """numpy.sort along ``axis`` (None: of the flattened array); ``descending`` as the Array API."""
     from .structure import ravel
+
     if order is not None:
         raise NotImplementedError("sort: order= (structured arrays) is not supported")
     if axis is None:
@@ -77,6 +81,7 @@ def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
 def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     """numpy.argsort along ``axis`` (stable; ``descending`` keeps ties in order, as the Array API)."""
     from .structure import ravel
+
     if order is not None:
         raise NotImplementedError("argsort: order= (structured arrays) is not supported")
     if axis is None:
@@ -85,6 +90,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True)
 
 
 # ---------------------------------------------------------------- topk / argtopk
+
 
 class TopK(FieldsKernel):
     """The |k| largest (k > 0) or smallest (k < 0) along ``axis``: unordered per block
@@ -158,8 +164,7 @@ def _topk(a, k, axis, arg):
     if arg:
         dtype = np.result_type(a.dtype, np.int64)
         offs = offsets(a.chunks[axis])
-        P = param_relation({(i,): [offs[i]] for i in range(a.numblocks[axis])}, (a.numblocks[axis],),
-                           what="offsets")
+        P = param_relation({(i,): [offs[i]] for i in range(a.numblocks[axis])}, (a.numblocks[axis],), what="offsets")
         expr, extra = Join(expr, P.expr, [axis], [0], PackIndex(axis, dtype)), P.sources
     expr = Transform(expr, TopK(k, axis, False, arg, dtype))
     if a.numblocks[axis] > 1:
@@ -180,6 +185,7 @@ def argtopk(a, k, axis=-1, split_every=None):
 
 # ---------------------------------------------------------------- searchsorted, isin
 
+
 class SearchSorted(FieldsKernel):
     """Insertion points of the right chunk's values into the left (sorted) chunk."""
 
@@ -198,6 +204,7 @@ class SearchSorted(FieldsKernel):
 def searchsorted(a, v, side="left", sorter=None):
     """Indices where ``v`` would be inserted into the sorted 1-d ``a`` to keep it sorted."""
     from .rechunk import take
+
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
     a, v = asarray(a), asarray(v)
@@ -228,6 +235,7 @@ def isin(element, test_elements, assume_unique=False, invert=False):
     """numpy.isin: whether each element is in ``test_elements``."""
     from .elementwise import logical_not
     from .structure import ravel
+
     element, test = asarray(element), ravel(asarray(test_elements))
     expr = Join(element.expr, test.expr, [], [], IsIn())
     out = wrap(Aggregate(expr, list(range(element.ndim)), K.maximum), element, test)
@@ -235,6 +243,7 @@ def isin(element, test_elements, assume_unique=False, invert=False):
 
 
 # ---------------------------------------------------------------- take with lazy indices
+
 
 class TakeIndices(FieldsKernel):
     """``take`` (``along=False``) or ``take_along_axis`` of a chunk holding the whole ``axis``,
@@ -255,12 +264,13 @@ class TakeIndices(FieldsKernel):
 
     def out_axes(self, frontier, x, idx):
         if self.along:
-            return tuple(x[:self.axis]) + (idx[self.axis],) + tuple(x[self.axis + 1:])
-        return tuple(x[:self.axis]) + tuple(idx) + tuple(x[self.axis + 1:])
+            return tuple(x[: self.axis]) + (idx[self.axis],) + tuple(x[self.axis + 1 :])
+        return tuple(x[: self.axis]) + tuple(idx) + tuple(x[self.axis + 1 :])
 
 
 def _whole_axis(a, axis):
     from .rechunk import rechunk_axes
+
     r = rechunk_axes(a, {axis: (a.shape[axis],)})
     return wrap(r.expr, a, extra=r.sources)
 
@@ -268,6 +278,7 @@ def _whole_axis(a, axis):
 def take(a, indices, axis=None):
     """numpy.take: elements of ``a`` (flattened when ``axis`` is None) at ``indices``."""
     from .structure import ravel
+
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -285,18 +296,23 @@ def take_along_axis(arr, indices, axis):
     """numpy.take_along_axis (indices broadcast against ``arr`` off ``axis``)."""
     from .manipulation import broadcast_to
     from .rechunk import rechunk_axes
+
     arr, idx = asarray(arr), asarray(indices)
     if axis is None:
         from .structure import ravel
+
         arr, idx, axis = ravel(arr), ravel(idx), 0
     if arr.ndim != idx.ndim:
-        raise ValueError(f"take_along_axis: indices ({idx.ndim}-d) and arr ({arr.ndim}-d) must have the "
-                         f"same number of dimensions")
+        raise ValueError(
+            f"take_along_axis: indices ({idx.ndim}-d) and arr ({arr.ndim}-d) must have the same number of dimensions"
+        )
     if idx.dtype.kind not in "iu":
         raise IndexError("take_along_axis: indices must be integers")
     axis = axis_of(axis, arr.ndim)
-    shape = np.broadcast_shapes(tuple(1 if d == axis else n for d, n in enumerate(arr.shape)),
-                                tuple(1 if d == axis else n for d, n in enumerate(idx.shape)))
+    shape = np.broadcast_shapes(
+        tuple(1 if d == axis else n for d, n in enumerate(arr.shape)),
+        tuple(1 if d == axis else n for d, n in enumerate(idx.shape)),
+    )
     arr = broadcast_to(arr, tuple(arr.shape[axis] if d == axis else n for d, n in enumerate(shape)))
     idx = broadcast_to(idx, tuple(idx.shape[axis] if d == axis else n for d, n in enumerate(shape)))
     arr = _whole_axis(arr, axis)

@@ -5,6 +5,7 @@ The TRA has no union, so the inputs are brought to one block count along the axi
 and the interleaved result gathered back into input order, keeping the inputs' own block
 boundaries (``rechunk.gather``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,7 @@ from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
 
 def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
     from .elementwise import astype
+
     arrays = [asarray(a) for a in seq]
     if not arrays:
         raise ValueError("need at least one array to concatenate")
@@ -28,15 +30,19 @@ def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     for i, a in enumerate(arrays):
         if a.ndim != nd:
-            raise ValueError(f"all the input arrays must have same number of dimensions, but the array at "
-                             f"index 0 has {nd} dimension(s) and the array at index {i} has {a.ndim} dimension(s)")
+            raise ValueError(
+                f"all the input arrays must have same number of dimensions, but the array at "
+                f"index 0 has {nd} dimension(s) and the array at index {i} has {a.ndim} dimension(s)"
+            )
     axis = axis_of(axis, nd)
     for i, a in enumerate(arrays):
         for d in range(nd):
             if d != axis and a.shape[d] != arrays[0].shape[d]:
-                raise ValueError(f"all the input array dimensions except for the concatenation axis must "
-                                 f"match exactly, but along dimension {d}, the array at index 0 has size "
-                                 f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
+                raise ValueError(
+                    f"all the input array dimensions except for the concatenation axis must "
+                    f"match exactly, but along dimension {d}, the array at index 0 has size "
+                    f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}"
+                )
     dtype = np.result_type(*[a.dtype for a in arrays])
     arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
     if len(arrays) == 1:

@@ -8,6 +8,7 @@
   number to the group's first long output dim (the others get key 0). squeeze and
   expand_dims are reshapes that need no rechunk.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,6 +47,7 @@ def swapaxes(a, axis1, axis2):
 
 def moveaxis(a, source, destination):
     from numpy.lib.array_utils import normalize_axis_tuple
+
     a = asarray(a)
     src = normalize_axis_tuple(source, a.ndim, "source")
     dst = normalize_axis_tuple(destination, a.ndim, "destination")
@@ -64,6 +66,7 @@ def matrix_transpose(x):
 
 
 # ---------------------------------------------------------------- reshape
+
 
 def _new_shape(size, shape):
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
@@ -181,5 +184,17 @@ def atleast_3d(*arys):
     return out[0] if len(out) == 1 else out
 
 
-__all__ = ["transpose", "permute_dims", "swapaxes", "moveaxis", "matrix_transpose", "reshape", "ravel",
-           "squeeze", "expand_dims", "atleast_1d", "atleast_2d", "atleast_3d"]
+__all__ = [
+    "transpose",
+    "permute_dims",
+    "swapaxes",
+    "moveaxis",
+    "matrix_transpose",
+    "reshape",
+    "ravel",
+    "squeeze",
+    "expand_dims",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+]

@@ -5,6 +5,7 @@ letters with its ellipsis spelled out by letters not used elsewhere (right-align
 longest ellipsis sets the output's), and the output: after ``->``, or else the ellipsis then
 the letters used once, sorted (NumPy's implicit mode).
 """
+
 from __future__ import annotations
 
 import string
@@ -36,8 +37,10 @@ def read_subscripts(subscripts: str, ndims) -> tuple[list, str]:
             raise ValueError("Invalid Ellipses.")
         out = out.replace("...", ellipsis)
     elif ellipsis:
-        raise ValueError("output has more dimensions than subscripts given in einstein sum, but no '...' "
-                         "ellipsis provided to broadcast the extra dimensions.")
+        raise ValueError(
+            "output has more dimensions than subscripts given in einstein sum, but no '...' "
+            "ellipsis provided to broadcast the extra dimensions."
+        )
     for c in out:
         if out.count(c) != 1:
             raise ValueError(f"Output character {c} appeared more than once in the output.")
@@ -64,5 +67,5 @@ def _spell_ellipses(ins, ndims, subscripts):
         widths.append(w)
     longest = max(widths)
     letters = "".join(unused[:longest])
-    spelled = [sub.replace("...", letters[longest - w:]) if "." in sub else sub for sub, w in zip(ins, widths)]
+    spelled = [sub.replace("...", letters[longest - w :]) if "." in sub else sub for sub, w in zip(ins, widths)]
     return spelled, letters

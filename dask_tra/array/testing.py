@@ -1,5 +1,6 @@
 """Test helpers: ``assert_eq`` (a RelArray against NumPy, through Dask and through the TRA
 reference executor) and Hypothesis strategies for random shapes, dtypes and ragged chunks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,11 +79,13 @@ def strategies():
     def arrays(draw, shape=None, dtype=None, dtypes=DTYPES, **shape_kw):
         """(NumPy array, RelArray over it with random ragged chunks)."""
         from .creation import from_array
+
         shape = draw(shapes(**shape_kw)) if shape is None else shape
         dtype = draw(st.sampled_from(dtypes)) if dtype is None else dtype
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         a = random_data(rng, shape, dtype)
         return a, from_array(a, chunks=draw(chunking(shape)))
+
     return shapes, chunking, arrays
 
 

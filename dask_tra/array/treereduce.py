@@ -8,6 +8,7 @@ runs on each (``map_blocks``); finally the rest is made one block along the redu
 ``aggregate(block, axis=, keepdims=)`` runs once per block of the kept axes. With
 ``concatenate=False`` the combine/aggregate functions get nested lists of the partial
 results (one level per reduced axis), as dask passes them."""
+
 from __future__ import annotations
 
 import functools
@@ -30,6 +31,7 @@ def _takes_dtype(func):
 def _split_every(split_every, axes):
     if split_every is None:
         from dask import config
+
         split_every = config.get("split_every", None) or 4
     if isinstance(split_every, dict):
         return {a: int(split_every.get(a, 2)) for a in axes}
@@ -44,8 +46,7 @@ def _nested(block, axes, size):
     if not axes:
         return block
     a, rest = axes[0], axes[1:]
-    return [_nested(np.take(block, np.arange(i, i + size), axis=a), rest, size)
-            for i in range(0, block.shape[a], size)]
+    return [_nested(np.take(block, np.arange(i, i + size), axis=a), rest, size) for i in range(0, block.shape[a], size)]
 
 
 def apply_step(block, func, axes, keepdims, concatenate, size):
@@ -66,8 +67,8 @@ def _dtype_of(func, sample, axes, fallback, **kw):
 
 def _step(t, func, axes, groups, keepdims, concatenate, size, dtype):
     from .blockwise import map_blocks
-    merged = {a: tuple(sum(t.chunks[a][i:i + groups[a]]) for i in range(0, t.numblocks[a], groups[a]))
-              for a in axes}
+
+    merged = {a: tuple(sum(t.chunks[a][i : i + groups[a]]) for i in range(0, t.numblocks[a], groups[a])) for a in axes}
     t = t.rechunk(merged)
     name = getattr(func, "__name__", "reduce")
     f = functools.partial(apply_step, func=func, axes=axes, keepdims=keepdims, concatenate=concatenate, size=size)
@@ -78,12 +79,27 @@ def _step(t, func, axes, groups, keepdims, concatenate, size, dtype):
     return map_blocks(f, t, dtype=dtype, chunks=chunks, drop_axis=list(axes), name=name)
 
 
-def reduction(x, chunk, aggregate, axis=None, keepdims=False, dtype=None, split_every=None, combine=None,
-              name=None, out=None, concatenate=True, output_size=1, meta=None, weights=None):
+def reduction(
+    x,
+    chunk,
+    aggregate,
+    axis=None,
+    keepdims=False,
+    dtype=None,
+    split_every=None,
+    combine=None,
+    name=None,
+    out=None,
+    concatenate=True,
+    output_size=1,
+    meta=None,
+    weights=None,
+):
     """dask.array.reduction: a tree reduction of ``x`` over ``axis`` with the given functions
     (see the module doc; ``dtype`` is required, as in dask)."""
     from .blockwise import blockwise
     from .manipulation import broadcast_to
+
     x = asarray(x)
     axes = axes_of(axis, x.ndim)
     if dtype is None:
@@ -115,8 +131,16 @@ def reduction(x, chunk, aggregate, axis=None, keepdims=False, dtype=None, split_
         part_dtype = _dtype_of(lambda s, **kw: chunk(s, kw.pop("weights"), **kw), sample, axes, dtype, **sample_kw)
     else:
         part_dtype = _dtype_of(chunk, sample, axes, dtype)
-    t = blockwise(chunk, inds, *args, axis=axes, keepdims=True, dtype=part_dtype, name=name or getattr(
-        chunk, "__name__", "chunk"), adjust_chunks={a: output_size for a in axes})
+    t = blockwise(
+        chunk,
+        inds,
+        *args,
+        axis=axes,
+        keepdims=True,
+        dtype=part_dtype,
+        name=name or getattr(chunk, "__name__", "chunk"),
+        adjust_chunks={a: output_size for a in axes},
+    )
     if not axes:
         return _step(t, aggregate, axes, {}, keepdims, concatenate, output_size, dtype)
     every = _split_every(split_every, axes)
@@ -127,8 +151,9 @@ def reduction(x, chunk, aggregate, axis=None, keepdims=False, dtype=None, split_
     step = combine or aggregate
     for _ in range(depth - 1):
         sample = np.ones((output_size,) * x.ndim, t.dtype)
-        part_dtype = _dtype_of(lambda s, **kw: apply_step(s, step, axes, True, concatenate, output_size),
-                               sample, axes, t.dtype)
+        part_dtype = _dtype_of(
+            lambda s, **kw: apply_step(s, step, axes, True, concatenate, output_size), sample, axes, t.dtype
+        )
         t = _step(t, step, axes, {a: max(every[a], 1) for a in axes}, True, concatenate, output_size, part_dtype)
     return _step(t, aggregate, axes, {a: t.numblocks[a] for a in axes}, keepdims, concatenate, output_size, dtype)
 

@@ -2,6 +2,7 @@
 a NumPy array or a scalar. RelArrays are computed (this is a test helper: it computes, as
 dask's does); ``check_chunks`` also runs the TRA reference executor, which checks every
 chunk's shape and dtype against the array's metadata."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ def _value(x, scheduler, check_chunks, check_dtype):
     import dask
 
     from ..core import RelArray
+
     if isinstance(x, RelArray):
         (v,) = dask.compute(x, scheduler=scheduler)
         v = np.asarray(backends.to_numpy(v))
@@ -22,6 +24,7 @@ def _value(x, scheduler, check_chunks, check_dtype):
             raise AssertionError(f"computed dtype {v.dtype} != declared dtype {x.dtype}")
         if check_chunks:
             from .testing import reference
+
             reference(x)
         return v
     if dask.is_dask_collection(x):
@@ -30,8 +33,20 @@ def _value(x, scheduler, check_chunks, check_dtype):
     return np.asarray(x)
 
 
-def assert_eq(a, b, check_shape=True, check_graph=True, check_meta=True, check_chunks=True, check_ndim=True,
-              check_type=True, check_dtype=True, equal_nan=True, scheduler="sync", **kwargs):
+def assert_eq(
+    a,
+    b,
+    check_shape=True,
+    check_graph=True,
+    check_meta=True,
+    check_chunks=True,
+    check_ndim=True,
+    check_type=True,
+    check_dtype=True,
+    equal_nan=True,
+    scheduler="sync",
+    **kwargs,
+):
     """Raise ``AssertionError`` unless ``a`` and ``b`` agree in ndim, shape, dtype and values
     (``np.allclose`` with ``kwargs`` such as ``rtol``/``atol``); returns True. ``check_graph``,
     ``check_meta`` and ``check_type`` are dask-graph details and are accepted as no-ops."""

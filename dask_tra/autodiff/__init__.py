@@ -7,6 +7,7 @@ shares the forward nodes; ``compute(loss, grads)`` (or ``Joint``) plans and runs
 and backward as one computation. ``nn`` has differentiable building blocks (sigmoid,
 relu, softmax, cross-entropy, stop_gradient). See docs/autodiff.md.
 """
+
 from . import nn
 from .api import grad, value_and_grad
 from .joint import Joint, compute
@@ -14,6 +15,21 @@ from .nn import stop_gradient
 from .terms import GradError, GradKernel, Term, map_term, zip_terms
 from .vjp import P, Partial, Y, register_partials, register_vjp
 
-__all__ = ["grad", "value_and_grad", "compute", "Joint", "nn", "stop_gradient", "GradError",
-           "register_vjp", "register_partials", "Partial", "P", "Y", "GradKernel", "Term", "zip_terms",
-           "map_term"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "compute",
+    "Joint",
+    "nn",
+    "stop_gradient",
+    "GradError",
+    "register_vjp",
+    "register_partials",
+    "Partial",
+    "P",
+    "Y",
+    "GradKernel",
+    "Term",
+    "zip_terms",
+    "map_term",
+]

@@ -1,4 +1,5 @@
 """``grad`` and ``value_and_grad`` over RelArrays."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +22,7 @@ class ConstSource(Source):
 
 def _is_relarray(x):
     from ..core import RelArray
+
     return isinstance(x, RelArray)
 
 
@@ -39,10 +41,13 @@ def _flatten(wrt):
 
 def _seed(loss, seed, ctx):
     from ..array.creation import asarray
+
     if seed is None:
         if loss.ndim != 0:
-            raise ValueError(f"grad requires a scalar loss (shape ()), got shape {loss.shape}; pass "
-                             f"seed= (a cotangent of the loss's shape) for a vector-Jacobian product")
+            raise ValueError(
+                f"grad requires a scalar loss (shape ()), got shape {loss.shape}; pass "
+                f"seed= (a cotangent of the loss's shape) for a vector-Jacobian product"
+            )
         c = ctx.const({(): np.ones((), loss.dtype)}, (), loss.dtype, "grad-seed", rank=0)
         return Term(c, ()), {}
     if not _is_relarray(seed):
@@ -78,11 +83,14 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
     """
     from ..array.creation import zeros
     from ..core import RelArray
+
     if not _is_relarray(loss):
         raise TypeError(f"loss must be a RelArray, got {type(loss).__name__}")
     if loss.dtype.kind != "f":
-        raise TypeError(f"grad requires a floating-point loss, got dtype {loss.dtype} (integer and boolean "
-                        f"results, e.g. of comparisons or argmax, are not differentiable)")
+        raise TypeError(
+            f"grad requires a floating-point loss, got dtype {loss.dtype} (integer and boolean "
+            f"results, e.g. of comparisons or argmax, are not differentiable)"
+        )
     flat, rebuild = _flatten(wrt)
     for i, w in enumerate(flat):
         if not _is_relarray(w):
@@ -98,8 +106,11 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
         cot = cots.get(id(w.expr))
         if cot is None:
             if not allow_unused:
-                where = "is not part of the loss's expression" if id(w.expr) not in found else \
-                    "reaches the loss only through non-differentiable (integer/boolean) operations"
+                where = (
+                    "is not part of the loss's expression"
+                    if id(w.expr) not in found
+                    else "reaches the loss only through non-differentiable (integer/boolean) operations"
+                )
                 raise ValueError(f"wrt[{i}] {where}; pass allow_unused=True for a zero gradient")
             results.append(None)
             continue
@@ -113,8 +124,10 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
         sources.update(w.sources)
     sources.update(seed_sources)
     sources.update({name: ConstSource(c) for name, c in ctx.consts.items()})
-    grads = [zeros(w.shape, dtype=w.dtype, chunks=w.chunks) if e is None else RelArray(e, sources)
-             for w, e in zip(flat, results)]
+    grads = [
+        zeros(w.shape, dtype=w.dtype, chunks=w.chunks) if e is None else RelArray(e, sources)
+        for w, e in zip(flat, results)
+    ]
     return loss, rebuild(grads)
 
 

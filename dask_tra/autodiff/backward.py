@@ -13,6 +13,7 @@ JAX; ``stop_gradient`` cuts a path. Forward nodes are referenced, never copied: 
 backward expression shares them with the forward expression, so one plan computes both
 and each forward intermediate once.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -37,8 +38,7 @@ def active_nodes(root, wrt_nodes) -> set:
             if kind == "f":
                 active.add(id(node))
             elif kind == "c":
-                raise GradError(f"{node.describe()}: complex values on the path from wrt to the loss "
-                                f"are not supported")
+                raise GradError(f"{node.describe()}: complex values on the path from wrt to the loss are not supported")
     return active
 
 
@@ -60,8 +60,10 @@ def backward(root, seed: Term, wrt_nodes, ctx) -> dict:
         if len(cot.dims) == node.type.key_arity and sorted(cot.dims) == list(range(node.type.key_arity)):
             t = cot.expr.type
             if list(cot.dims) == sorted(cot.dims) and not same_axes(t, node.type):
-                raise GradError(f"internal: the cotangent of {node.describe()} has chunks {t.frontier}/"
-                                f"{t.axes} but the node has {node.type.frontier}/{node.type.axes}")
+                raise GradError(
+                    f"internal: the cotangent of {node.describe()} has chunks {t.frontier}/"
+                    f"{t.axes} but the node has {node.type.frontier}/{node.type.axes}"
+                )
         if id(node) in wrt:
             out[id(node)] = cot
         if not any(id(c) in active for c in node.children):
@@ -70,8 +72,10 @@ def backward(root, seed: Term, wrt_nodes, ctx) -> dict:
             if contrib is None or id(child) not in active:
                 continue
             if contrib.expr.type.dtype != child.type.dtype:
-                raise GradError(f"internal: cotangent dtype {contrib.expr.type.dtype} for "
-                                f"{child.describe()} of dtype {child.type.dtype}")
+                raise GradError(
+                    f"internal: cotangent dtype {contrib.expr.type.dtype} for "
+                    f"{child.describe()} of dtype {child.type.dtype}"
+                )
             cots[id(child)] = accumulate(cots.get(id(child)), contrib, child.type, ctx)
     return out
 

@@ -16,6 +16,7 @@ node to ONE of its layouts (the one giving the cheapest whole plan, see ``plan_j
 which all consumers then read, moving it where they need it: each forward intermediate is
 computed once.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,6 +48,7 @@ class Joint(DaskCollection):
 
     def __init__(self, *arrays, reuse=True):
         from ..core import RelArray
+
         self.reuse = reuse
         if not arrays:
             raise ValueError("Joint needs at least one RelArray")
@@ -60,9 +62,11 @@ class Joint(DaskCollection):
             k = GradKernel(f"output{i}", _token, 1, axes=_no_axes, dtype=np.int8)
             self._kernels.append(k)
             tok = Aggregate(Transform(a.expr, k), [], K.add) if a.expr.type.key_arity else Transform(a.expr, k)
-            root = tok if root is None else Join(root, tok, [], [],
-                                                 GradKernel("outputs", _token2, 2, axes=_no_axes,
-                                                            dtype=np.int8))
+            root = (
+                tok
+                if root is None
+                else Join(root, tok, [], [], GradKernel("outputs", _token2, 2, axes=_no_axes, dtype=np.int8))
+            )
         self.expr = root
         self.sources = {}
         for a in arrays:
@@ -76,9 +80,17 @@ class Joint(DaskCollection):
     def _make_plan(self, where, placements):
         """Like ``RelArray``'s plan, with shared nodes in one layout if ``reuse``."""
         from .. import config
-        return plan_joint(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
-                          keep=config.get("keep"), force=config.get("force"), reuse=self.reuse,
-                          rates=current_rates(where))
+
+        return plan_joint(
+            self.expr,
+            where.count,
+            placements=placements or None,
+            memory_limit=where.memory_limit,
+            keep=config.get("keep"),
+            force=config.get("force"),
+            reuse=self.reuse,
+            rates=current_rates(where),
+        )
 
     def explain(self, sites=None):
         """The report of the one plan computing every output."""
@@ -89,6 +101,7 @@ class Joint(DaskCollection):
         tasks read (a token task per output tuple, whose one dependency is that tuple)."""
         from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
         from dask.task_spec import Alias
+
         entry = self._planned_entry()
         self._report(entry.plan)
         if entry.graph is None:
@@ -101,7 +114,7 @@ class Joint(DaskCollection):
                     i = index.get(id(getattr(task, "func", None)))
                     if i is not None:
                         n = self.arrays[i].ndim
-                        found[i].setdefault(tuple(dk[1:1 + n]), next(iter(task.dependencies)))
+                        found[i].setdefault(tuple(dk[1 : 1 + n]), next(iter(task.dependencies)))
             layers, deps = dict(graph.layers), dict(graph.dependencies)
             for i, (a, name) in enumerate(zip(self.arrays, self.names)):
                 want = set(a.expr.type.iter_keys())
@@ -126,6 +139,7 @@ class Joint(DaskCollection):
                 if len(prefix) == len(numblocks):
                     return (name,) + prefix
                 return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
+
             out.append(nest(()))
         return out
 
@@ -143,19 +157,30 @@ class Joint(DaskCollection):
 
     def compute(self, **kwargs):
         import dask
+
         return dask.compute(self, **kwargs)[0]
 
     def __repr__(self):
-        return f"dask_tra.autodiff.Joint<{len(self.arrays)} outputs: " + \
-            ", ".join(f"{a.shape}" for a in self.arrays) + ">"
+        return (
+            f"dask_tra.autodiff.Joint<{len(self.arrays)} outputs: " + ", ".join(f"{a.shape}" for a in self.arrays) + ">"
+        )
 
 
 def plan_joint(expr, sites, placements=None, memory_limit=None, force=None, keep=6, reuse=True, rates=None):
     """``optimizer.plan``; with ``reuse`` every TRA node is computed in ONE layout (see
     ``optimizer.plan_many``'s ``one_layout``): consumers wanting another layout move it."""
     from .. import optimizer as O
-    return O.plan_many((expr,), sites, placements=placements, memory_limit=memory_limit, force=force,
-                       keep=keep, rates=rates, one_layout=reuse)
+
+    return O.plan_many(
+        (expr,),
+        sites,
+        placements=placements,
+        memory_limit=memory_limit,
+        force=force,
+        keep=keep,
+        rates=rates,
+        one_layout=reuse,
+    )
 
 
 def _finalize_all(results, ndims):
@@ -164,12 +189,14 @@ def _finalize_all(results, ndims):
 
 def _rebuild_all(dsk, types, names, rename=None):
     from ..core import RelArray
+
     return tuple(RelArray._from_persisted(dsk, t, n) for t, n in zip(types, names))
 
 
 def _flatten(args):
     flat, spec = [], []
     from ..core import RelArray
+
     for a in args:
         if isinstance(a, RelArray):
             spec.append(("one", len(flat)))
@@ -193,10 +220,10 @@ def _unflatten(values, spec):
             out.append(values[s[1]])
         elif s[0] == "dict":
             keys, start = s[1], s[2]
-            out.append(dict(zip(keys, values[start:start + len(keys)])))
+            out.append(dict(zip(keys, values[start : start + len(keys)])))
         else:
             typ, n, start = s
-            out.append(typ(values[start:start + n]))
+            out.append(typ(values[start : start + n]))
     return tuple(out)
 
 

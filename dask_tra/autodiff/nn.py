@@ -6,6 +6,7 @@ frontend operations (exp, sums, maxima, ...), shifted by the ``stop_gradient`` o
 maximum for stability (the shift cancels in the value and in the gradient, so cutting it
 saves differentiating the maximum).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,12 +48,14 @@ STOP_GRADIENT = _Stop("stop_gradient", identity, 1, axes=first_axes)
 def stop_gradient(x):
     """``x`` unchanged, but no gradient flows through it (``jax.lax.stop_gradient``, ``detach``)."""
     from ..array.relations import asarray, wrap
+
     x = asarray(x)
     return wrap(Transform(x.expr, STOP_GRADIENT), x)
 
 
 def _unary(name, fn, x):
     from ..array.elementwise import elementwise
+
     return elementwise(name, fn, x)
 
 
@@ -93,6 +96,7 @@ register_partials(_softplus_np, (P([0], _d_softplus),))
 def logsumexp(x, axis=-1, keepdims=False):
     """log(sum(exp(x), axis)), shifted by the (gradient-stopped) maximum for stability."""
     from .. import array as da
+
     m = stop_gradient(da.max(x, axis=axis, keepdims=True))
     out = da.log(da.sum(da.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else da.squeeze(out, axis=axis)
@@ -101,6 +105,7 @@ def logsumexp(x, axis=-1, keepdims=False):
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x), axis), shifted by the (gradient-stopped) maximum for stability."""
     from .. import array as da
+
     e = da.exp(x - stop_gradient(da.max(x, axis=axis, keepdims=True)))
     return e / da.sum(e, axis=axis, keepdims=True)
 
@@ -112,6 +117,7 @@ def log_softmax(x, axis=-1):
 
 def _reduce(v, reduction):
     from .. import array as da
+
     if reduction == "mean":
         return da.mean(v)
     if reduction == "sum":
@@ -126,6 +132,7 @@ def cross_entropy(logits, labels, axis=-1, reduction="mean"):
     summed (``"sum"``) or per example (``"none"``). ``labels``: one-hot rows or probabilities
     of the logits' shape. Its gradient is softmax(logits) - labels (per example)."""
     from .. import array as da
+
     return _reduce(-da.sum(labels * log_softmax(logits, axis=axis), axis=axis), reduction)
 
 
@@ -142,5 +149,15 @@ def mse(pred, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
-__all__ = ["sigmoid", "relu", "softplus", "logsumexp", "softmax", "log_softmax", "cross_entropy",
-           "binary_cross_entropy_with_logits", "mse", "stop_gradient"]
+__all__ = [
+    "sigmoid",
+    "relu",
+    "softplus",
+    "logsumexp",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "mse",
+    "stop_gradient",
+]

@@ -25,6 +25,7 @@ contribution to each active child's cotangent. The rules (paper §4, with the er
 - **Concat(k, d)**: cut the gradient's chunks back into the pieces that were concatenated
   (Tile when they are equal, else a join with a relation of offsets).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,7 @@ from ..tra import kernels as K
 from ..tra.kernels import Bound, first_axes, with_axis
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from ..tra.relation import ChunkAxis
-from .terms import (GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of,
-                    zip_terms)
+from .terms import GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of, zip_terms
 from .vjp import join_vjp, transform_vjp
 
 
@@ -71,6 +71,7 @@ def _full(node):
 
 # ---------------------------------------------------------------- Transform
 
+
 def _transform(node, cot, ctx):
     dims = _full(node)
     x, y = Term(node.child, dims), Term(node, dims)
@@ -79,6 +80,7 @@ def _transform(node, cot, ctx):
 
 
 # ---------------------------------------------------------------- Join
+
 
 def _join(node, cot, active, ctx):
     kl = node.left.type.key_arity
@@ -117,8 +119,9 @@ def _aggregate(node, cot, ctx):
         dtype = child.type.dtype
         m = _argmask(Term(child, _full(child)), Term(node, g_by), dtype, f"argmask[{name}]")
         return reorder(_shared(m, group(m, g_by), cot, g_by, dtype, f"d{name}"), _full(child))
-    raise GradError(f"{node.describe()}: aggregation with {name!r} is not differentiable "
-                    f"(add, maximum and minimum are)")
+    raise GradError(
+        f"{node.describe()}: aggregation with {name!r} is not differentiable (add, maximum and minimum are)"
+    )
 
 
 def _shared(mask, count, cot, g_by, dtype, name):
@@ -156,10 +159,15 @@ def _reduction_max(node, cot, ctx):
     (X, its contribution), or None when the pattern does not apply."""
     red = node.child
     k = getattr(red, "kernel", None)
-    if not (isinstance(red, Transform) and isinstance(k, (ReduceChunk, K.Reduce))
-            and getattr(k, "op", None) in ("max", "min", "amax", "amin", "nanmax", "nanmin")
-            and getattr(k, "keepdims", True) and ctx.consumers.get(id(red)) == 1 and id(red) not in ctx.wrt
-            and id(red.child) in ctx.active):
+    if not (
+        isinstance(red, Transform)
+        and isinstance(k, (ReduceChunk, K.Reduce))
+        and getattr(k, "op", None) in ("max", "min", "amax", "amin", "nanmax", "nanmin")
+        and getattr(k, "keepdims", True)
+        and ctx.consumers.get(id(red)) == 1
+        and id(red) not in ctx.wrt
+        and id(red.child) in ctx.active
+    ):
         return None
     x = red.child
     axes = tuple(k.axes)
@@ -167,13 +175,19 @@ def _reduction_max(node, cot, ctx):
     dtype = x.type.dtype
     m = _argmask(Term(x, _full(x)), Term(node, g_by), dtype, "argmask")
     ties = ReduceChunk("sum", axes, dtype)  # for its output axes: the reduced ones of extent 1
-    local = Term(Transform(m.expr, GradKernel("countTies", Bound(_count_ties, axes, dtype), 1,
-                                              axes=Bound(K.kernel_axes, ties), dtype=dtype)), m.dims)
+    local = Term(
+        Transform(
+            m.expr,
+            GradKernel("countTies", Bound(_count_ties, axes, dtype), 1, axes=Bound(K.kernel_axes, ties), dtype=dtype),
+        ),
+        m.dims,
+    )
     out = _shared(m, group(local, g_by), cot, g_by, dtype, f"d{k.op}")
     return x, reorder(out, _full(x))
 
 
 # ---------------------------------------------------------------- ReKey
+
 
 def rekey_structure(node):
     """For a ReKey that only permutes, drops or adds extent-1 key dims: per output dim, the
@@ -218,6 +232,7 @@ def _rekey(node, cot, ctx):
 
 # ---------------------------------------------------------------- Filter
 
+
 def _filter(node, cot, ctx):
     g = materialize(cot, node.type, ctx)
     return densify(g, node.type, node.child.type, ctx)
@@ -259,8 +274,9 @@ def densify(g: Term, have, want, ctx):
     g1 = ReKey(g.expr, KeyMap.table({k: (r,) for k, r in rank.items()}, "rankKeys"))
     dtype = want.dtype
     axes = tuple(ChunkAxis((0, 1), sizes[:, :, a]) for a in range(want.rank))
-    expr = Join(g1, P, [0], [0], GradKernel("zeroFill", Bound(_zero_fill, dtype), 2, axes=Bound(_fixed_axes, axes),
-                                            dtype=dtype))
+    expr = Join(
+        g1, P, [0], [0], GradKernel("zeroFill", Bound(_zero_fill, dtype), 2, axes=Bound(_fixed_axes, axes), dtype=dtype)
+    )
     if len(place) < n * q:
         expr = Filter(expr, KeyPred(Bound(dims_in, (0, 1), frozenset(place)), "placedSlots", frozenset({0, 1})))
     expr = ReKey(expr, KeyMap.table(place, "placeSlots"))
@@ -268,6 +284,7 @@ def densify(g: Term, have, want, ctx):
 
 
 # ---------------------------------------------------------------- Tile and Concat
+
 
 def _zero_fill(dtype, gc, p):
     """Slot 0 passes the gradient chunk through; the others make a zero chunk of their shape."""
@@ -305,9 +322,13 @@ def _concat(node, cot, ctx):
         lens = np.transpose(ext, order)
         piece_axis = ChunkAxis(tuple(range(n)), lens).simplified()
         others = [d for d in range(n) if d != kd]
-        expr = Join(g.expr, P, range(n - 1), others, GradKernel(f"cut[{ad}]", Bound(_cut, ad), 2,
-                                                                axes=Bound(with_axis, ad, piece_axis),
-                                                                dtype=child.dtype))
+        expr = Join(
+            g.expr,
+            P,
+            range(n - 1),
+            others,
+            GradKernel(f"cut[{ad}]", Bound(_cut, ad), 2, axes=Bound(with_axis, ad, piece_axis), dtype=child.dtype),
+        )
     return reorder(Term(expr, order), tuple(range(n)))
 
 

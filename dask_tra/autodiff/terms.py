@@ -17,6 +17,7 @@ materialising the join's output.
 No Dask here: constant relations are described by ``ConstRelation`` (chunks in a dict),
 turned into sources by the RelArray layer (``api.py``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -39,6 +40,7 @@ class GradError(TRAError):
 
 
 # ---------------------------------------------------------------- kernels
+
 
 class GradKernel(Kernel):
     """A chunk function of the backward pass with declared output axes and dtype.
@@ -97,7 +99,7 @@ class Reduction:
 
     def axes(self, axes):
         """Output axes from the contribution's axes."""
-        axes = tuple(axes)[self.lead:]
+        axes = tuple(axes)[self.lead :]
         return tuple(ChunkAxis.const(1) if i in self.keep else ax for i, ax in enumerate(axes))
 
     def __call__(self, xp, v):
@@ -120,6 +122,7 @@ class Reduction:
 
 
 # ---------------------------------------------------------------- terms
+
 
 @dataclass(frozen=True)
 class Term:
@@ -149,8 +152,7 @@ def zip_terms(t1: Term, t2: Term, kernel) -> Term:
             j = Join(ReKey(t1.expr, num), ReKey(t2.expr, num), [0], [0], kernel)
             return Term(ReKey(j, KeyMap.table(back, "unnumberKeys")), t1.dims)
     common = [d for d in t1.dims if d in t2.dims]
-    expr = Join(t1.expr, t2.expr, [t1.dims.index(d) for d in common],
-                [t2.dims.index(d) for d in common], kernel)
+    expr = Join(t1.expr, t2.expr, [t1.dims.index(d) for d in common], [t2.dims.index(d) for d in common], kernel)
     return Term(expr, t1.dims + tuple(d for d in t2.dims if d not in t1.dims))
 
 
@@ -185,6 +187,7 @@ def add_terms(t1: Term, t2: Term) -> Term:
 
 # ---------------------------------------------------------------- constant relations
 
+
 class ConstRelation:
     """A small relation of constant chunks made by the backward pass (seeds, carriers,
     offsets). ``input`` is its TRA leaf; ``chunks`` maps keys to NumPy arrays."""
@@ -194,8 +197,7 @@ class ConstRelation:
         frontier = tuple(int(f) for f in frontier)
         if rank is None:
             rank = np.ndim(next(iter(self.chunks.values()))) if self.chunks else 0
-        axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier)
-                     for i in range(rank))
+        axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier) for i in range(rank))
         self.input = Input(f"{what}-{uuid.uuid4().hex[:12]}", RelationType(frontier, axes, np.dtype(dtype)))
 
 
@@ -238,8 +240,9 @@ def materialize(cot: Term, type_: RelationType, ctx: Context) -> Term:
     if missing:
         for i, ax in enumerate(type_.axes):
             if set(ax.simplified().key_dims) & set(missing):
-                raise GradError(f"internal: a broadcast cotangent misses key dims {missing} along "
-                                f"which chunk axis {i} varies")
+                raise GradError(
+                    f"internal: a broadcast cotangent misses key dims {missing} along which chunk axis {i} varies"
+                )
         carrier = ctx.carrier(tuple(type_.frontier[d] for d in missing))
         cot = zip_terms(cot, Term(carrier, missing), EXPAND)
     return reorder(cot, tuple(range(arity)))
@@ -254,8 +257,10 @@ def accumulate(a: Term | None, b: Term | None, type_: RelationType, ctx: Context
     if set(a.dims) != set(b.dims):
         a, b = materialize(a, type_, ctx), materialize(b, type_, ctx)
     if not type_.dense:
-        raise GradError("cannot add two cotangents of a relation with holes (a Filter result "
-                        "used twice); its consumers must be fed from a dense relation")
+        raise GradError(
+            "cannot add two cotangents of a relation with holes (a Filter result "
+            "used twice); its consumers must be fed from a dense relation"
+        )
     return add_terms(a, b)
 
 
@@ -279,6 +284,22 @@ def same_axes(t1: RelationType, t2: RelationType) -> bool:
     return all(np.array_equal(a.dense(t1.frontier), b.dense(t2.frontier)) for a, b in zip(t1.axes, t2.axes))
 
 
-__all__ = ["GradError", "GradKernel", "Reduction", "Term", "zip_terms", "map_term", "reorder", "group",
-           "add_terms", "ConstRelation", "Context", "materialize", "accumulate", "cast_term", "cast",
-           "xp_of", "same_axes"]
+__all__ = [
+    "GradError",
+    "GradKernel",
+    "Reduction",
+    "Term",
+    "zip_terms",
+    "map_term",
+    "reorder",
+    "group",
+    "add_terms",
+    "ConstRelation",
+    "Context",
+    "materialize",
+    "accumulate",
+    "cast_term",
+    "cast",
+    "xp_of",
+    "same_axes",
+]

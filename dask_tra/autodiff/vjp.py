@@ -25,6 +25,7 @@ display name:
 Everything a rule puts in a kernel is a module-level function with its constants bound by
 ``Bound``, so gradients pickle like any other expression.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,7 @@ import numpy as np
 
 from .. import backends
 from ..array.elementwise import astype_values, clip_values, real_values, round_values, where_values
-from ..array.kernels import (ARRAY, Concatenate, ElementwiseOp, Pack, Permute, ReduceChunk, Reshape, Take,
-                             Triangle)
+from ..array.kernels import ARRAY, Concatenate, ElementwiseOp, Pack, Permute, ReduceChunk, Reshape, Take, Triangle
 from ..array.manipulation import broadcast_like
 from ..array.reductions import quiet_divide
 from ..tra import Join
@@ -50,6 +50,7 @@ Y = -1  # "the operation's output" in a partial's needs
 
 
 # ---------------------------------------------------------------- elementwise partials
+
 
 @dataclass(frozen=True)
 class Partial:
@@ -108,40 +109,140 @@ def _where_second(xp, c):
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _d_y(xp, y): return y  # noqa: E704
-def _d_other(xp, b): return b  # noqa: E704
-def _d_reciprocal_of(xp, b): return 1 / b  # noqa: E704
-def _d_divide_right(xp, y, b): return -y / b  # noqa: E704
-def _d_power_base(xp, a, b): return b * a ** (b - 1)  # noqa: E704
-def _d_power_exponent(xp, y, a): return y * xp.log(a)  # noqa: E704
-def _d_square(xp, a): return 2 * a  # noqa: E704
-def _d_reciprocal(xp, y): return -y * y  # noqa: E704
-def _d_sqrt(xp, y): return 0.5 / y  # noqa: E704
-def _d_cbrt(xp, y): return 1 / (3 * y * y)  # noqa: E704
-def _d_abs(xp, a): return xp.sign(a)  # noqa: E704
-def _d_exp2(xp, y): return y * _LN2  # noqa: E704
-def _d_expm1(xp, y): return y + 1  # noqa: E704
-def _d_log(xp, a): return 1 / a  # noqa: E704
-def _d_log2(xp, a): return 1 / (a * _LN2)  # noqa: E704
-def _d_log10(xp, a): return 1 / (a * _LN10)  # noqa: E704
-def _d_log1p(xp, a): return 1 / (1 + a)  # noqa: E704
-def _d_logaddexp(xp, a, y): return xp.exp(a - y)  # noqa: E704
-def _d_logaddexp2(xp, a, y): return 2.0 ** (a - y)  # noqa: E704
-def _d_sin(xp, a): return xp.cos(a)  # noqa: E704
-def _d_cos(xp, a): return -xp.sin(a)  # noqa: E704
-def _d_tan(xp, y): return 1 + y * y  # noqa: E704
-def _d_arcsin(xp, a): return 1 / xp.sqrt(1 - a * a)  # noqa: E704
-def _d_arccos(xp, a): return -1 / xp.sqrt(1 - a * a)  # noqa: E704
-def _d_arctan(xp, a): return 1 / (1 + a * a)  # noqa: E704
-def _d_sinh(xp, a): return xp.cosh(a)  # noqa: E704
-def _d_cosh(xp, a): return xp.sinh(a)  # noqa: E704
-def _d_tanh(xp, y): return 1 - y * y  # noqa: E704
-def _d_arcsinh(xp, a): return 1 / xp.sqrt(a * a + 1)  # noqa: E704
-def _d_arccosh(xp, a): return 1 / xp.sqrt(a * a - 1)  # noqa: E704
-def _d_arctanh(xp, a): return 1 / (1 - a * a)  # noqa: E704
-def _d_arctan2_first(xp, a, b): return b / (a * a + b * b)  # noqa: E704
-def _d_arctan2_second(xp, a, b): return -a / (a * a + b * b)  # noqa: E704
-def _d_hypot(xp, a, y): return a / y  # noqa: E704
+def _d_y(xp, y):
+    return y  # noqa: E704
+
+
+def _d_other(xp, b):
+    return b  # noqa: E704
+
+
+def _d_reciprocal_of(xp, b):
+    return 1 / b  # noqa: E704
+
+
+def _d_divide_right(xp, y, b):
+    return -y / b  # noqa: E704
+
+
+def _d_power_base(xp, a, b):
+    return b * a ** (b - 1)  # noqa: E704
+
+
+def _d_power_exponent(xp, y, a):
+    return y * xp.log(a)  # noqa: E704
+
+
+def _d_square(xp, a):
+    return 2 * a  # noqa: E704
+
+
+def _d_reciprocal(xp, y):
+    return -y * y  # noqa: E704
+
+
+def _d_sqrt(xp, y):
+    return 0.5 / y  # noqa: E704
+
+
+def _d_cbrt(xp, y):
+    return 1 / (3 * y * y)  # noqa: E704
+
+
+def _d_abs(xp, a):
+    return xp.sign(a)  # noqa: E704
+
+
+def _d_exp2(xp, y):
+    return y * _LN2  # noqa: E704
+
+
+def _d_expm1(xp, y):
+    return y + 1  # noqa: E704
+
+
+def _d_log(xp, a):
+    return 1 / a  # noqa: E704
+
+
+def _d_log2(xp, a):
+    return 1 / (a * _LN2)  # noqa: E704
+
+
+def _d_log10(xp, a):
+    return 1 / (a * _LN10)  # noqa: E704
+
+
+def _d_log1p(xp, a):
+    return 1 / (1 + a)  # noqa: E704
+
+
+def _d_logaddexp(xp, a, y):
+    return xp.exp(a - y)  # noqa: E704
+
+
+def _d_logaddexp2(xp, a, y):
+    return 2.0 ** (a - y)  # noqa: E704
+
+
+def _d_sin(xp, a):
+    return xp.cos(a)  # noqa: E704
+
+
+def _d_cos(xp, a):
+    return -xp.sin(a)  # noqa: E704
+
+
+def _d_tan(xp, y):
+    return 1 + y * y  # noqa: E704
+
+
+def _d_arcsin(xp, a):
+    return 1 / xp.sqrt(1 - a * a)  # noqa: E704
+
+
+def _d_arccos(xp, a):
+    return -1 / xp.sqrt(1 - a * a)  # noqa: E704
+
+
+def _d_arctan(xp, a):
+    return 1 / (1 + a * a)  # noqa: E704
+
+
+def _d_sinh(xp, a):
+    return xp.cosh(a)  # noqa: E704
+
+
+def _d_cosh(xp, a):
+    return xp.sinh(a)  # noqa: E704
+
+
+def _d_tanh(xp, y):
+    return 1 - y * y  # noqa: E704
+
+
+def _d_arcsinh(xp, a):
+    return 1 / xp.sqrt(a * a + 1)  # noqa: E704
+
+
+def _d_arccosh(xp, a):
+    return 1 / xp.sqrt(a * a - 1)  # noqa: E704
+
+
+def _d_arctanh(xp, a):
+    return 1 / (1 - a * a)  # noqa: E704
+
+
+def _d_arctan2_first(xp, a, b):
+    return b / (a * a + b * b)  # noqa: E704
+
+
+def _d_arctan2_second(xp, a, b):
+    return -a / (a * a + b * b)  # noqa: E704
+
+
+def _d_hypot(xp, a, y):
+    return a / y  # noqa: E704
 
 
 _DIVIDE = (P([1], _d_reciprocal_of), P([Y, 1], _d_divide_right))
@@ -152,19 +253,29 @@ _MIN = (P([0, 1], _d_min_first), P([0, 1], _d_min_second))
 # frontend's other elementwise operations), or a TRA Elementwise kernel
 PARTIALS: dict = {
     # arithmetic
-    np.add: (1, 1), np.subtract: (1, -1),
+    np.add: (1, 1),
+    np.subtract: (1, -1),
     np.multiply: (P([1], _d_other), P([0], _d_other)),
-    np.divide: _DIVIDE, quiet_divide: _DIVIDE,
+    np.divide: _DIVIDE,
+    quiet_divide: _DIVIDE,
     np.power: (P([0, 1], _d_power_base), P([Y, 0], _d_power_exponent)),
     np.float_power: (P([0, 1], _d_power_base), P([Y, 0], _d_power_exponent)),
-    np.negative: (-1,), np.positive: (1,), np.conjugate: (1,), real_values: (1,),
-    astype_values: (1,), broadcast_like: (1, 0),
+    np.negative: (-1,),
+    np.positive: (1,),
+    np.conjugate: (1,),
+    real_values: (1,),
+    astype_values: (1,),
+    broadcast_like: (1, 0),
     np.square: (P([0], _d_square),),
     np.reciprocal: (P([Y], _d_reciprocal),),
     np.sqrt: (P([Y], _d_sqrt),),
     np.cbrt: (P([Y], _d_cbrt),),
-    np.absolute: (P([0], _d_abs),), np.fabs: (P([0], _d_abs),),
-    np.maximum: _MAX, np.minimum: _MIN, np.fmax: _MAX, np.fmin: _MIN,
+    np.absolute: (P([0], _d_abs),),
+    np.fabs: (P([0], _d_abs),),
+    np.maximum: _MAX,
+    np.minimum: _MIN,
+    np.fmax: _MAX,
+    np.fmin: _MIN,
     where_values: (0, P([0], _where_first), P([0], _where_second)),
     clip_values: (P([0, 1, 2], _clip_partial), 0, 0),
     # exponentials and logarithms
@@ -192,13 +303,21 @@ PARTIALS: dict = {
     np.arctanh: (P([0], _d_arctanh),),
     np.arctan2: (P([0, 1], _d_arctan2_first), P([0, 1], _d_arctan2_second)),
     np.hypot: (P([0, Y], _d_hypot), P([1, Y], _d_hypot)),
-    np.deg2rad: (math.pi / 180,), np.radians: (math.pi / 180,),
-    np.rad2deg: (180 / math.pi,), np.degrees: (180 / math.pi,),
+    np.deg2rad: (math.pi / 180,),
+    np.radians: (math.pi / 180,),
+    np.rad2deg: (180 / math.pi,),
+    np.degrees: (180 / math.pi,),
     # piecewise constant: zero derivative (as in JAX and PyTorch)
     **{f: (0,) * 2 for f in (np.sign, np.floor, np.ceil, np.trunc, np.rint, np.heaviside, round_values)},
     # the TRA's own elementwise kernels
-    K.add: (1, 1), K.sub: (1, -1), K.mul: (P([1], _d_other), P([0], _d_other)), K.maximum: _MAX,
-    K.minimum: _MIN, K.fmax: _MAX, K.fmin: _MIN, K.identity: (1,),
+    K.add: (1, 1),
+    K.sub: (1, -1),
+    K.mul: (P([1], _d_other), P([0], _d_other)),
+    K.maximum: _MAX,
+    K.minimum: _MIN,
+    K.fmax: _MAX,
+    K.fmin: _MIN,
+    K.identity: (1,),
 }
 
 
@@ -243,8 +362,7 @@ def _partial_at(partial, template, chunks):
     if backends.backend_of(*chunks) is not backends.NUMPY:
         # torch/CuPy functions take no Python numbers: constants as 0-d chunks of the chunks' dtype
         dtype = backends.numpy_dtype(chunks[0].dtype)
-        subst = backends.align(chunks[0], *(v if hasattr(v, "shape") else np.asarray(v, dtype)
-                                            for v in subst))[1][1:]
+        subst = backends.align(chunks[0], *(v if hasattr(v, "shape") else np.asarray(v, dtype) for v in subst))[1][1:]
     with np.errstate(all="ignore"):
         return partial.fn(xp_of(*chunks), *subst)
 
@@ -296,16 +414,20 @@ def chain(g: Term, partial, values: dict, operand_axes, out_rank, dtype, name) -
             if red.trivial and g.dtype == dtype:
                 return g
             c = None
-        return map_term(g, GradKernel(f"d{name}", Bound(_scaled, red, dtype, c), 1,
-                                      axes=Bound(_reduced_axes, red), dtype=dtype))
+        return map_term(
+            g, GradKernel(f"d{name}", Bound(_scaled, red, dtype, c), 1, axes=Bound(_reduced_axes, red), dtype=dtype)
+        )
     template = tuple(ARRAY if isinstance(v, Term) else v for v in vals)
     axes = Bound(_reduced_broadcast_axes, red, name)
     if len(terms) == 1:
         k = GradKernel(f"d{name}", Bound(_times_partial, red, dtype, partial, template), 2, axes=axes, dtype=dtype)
         return zip_terms(g, terms[0], k)
     if len(terms) == 2:
-        d = zip_terms(terms[0], terms[1], GradKernel(f"partial{name}", Bound(_partial_cast, partial, template, dtype),
-                                                     2, dtype=dtype))
+        d = zip_terms(
+            terms[0],
+            terms[1],
+            GradKernel(f"partial{name}", Bound(_partial_cast, partial, template, dtype), 2, dtype=dtype),
+        )
         return zip_terms(g, d, GradKernel(f"d{name}", Bound(_times, red, dtype), 2, axes=axes, dtype=dtype))
     raise GradError(f"{name}: a partial derivative may read at most two forward relations")
 
@@ -318,8 +440,9 @@ def elementwise_transform(node, g, x: Term, y: Term):
     which = args.index(ARRAY)
     values = {i: (x if a is ARRAY else a) for i, a in enumerate(args)}
     values[Y] = y
-    return chain(g, partials[which], values, node.child.type.axes, node.type.rank, node.child.type.dtype,
-                 node.kernel.name)
+    return chain(
+        g, partials[which], values, node.child.type.axes, node.type.rank, node.child.type.dtype, node.kernel.name
+    )
 
 
 def elementwise_join(node, g, side, terms, y):
@@ -332,11 +455,13 @@ def elementwise_join(node, g, side, terms, y):
     values[positions[0]], values[positions[1]] = terms[0], terms[1]
     values[Y] = y
     child = node.children[side]
-    return chain(g, partials[positions[side]], values, child.type.axes, node.type.rank, child.type.dtype,
-                 node.kernel.name)
+    return chain(
+        g, partials[positions[side]], values, child.type.axes, node.type.rank, child.type.dtype, node.kernel.name
+    )
 
 
 # ---------------------------------------------------------------- Transform kernels
+
 
 def _expand_axes(xp, v, axes):
     shape = list(v.shape)
@@ -372,15 +497,21 @@ def reduce_transform(node, g, x: Term, y: Term):
     keepdims = getattr(k, "keepdims", True)
     dtype = node.child.type.dtype
     if op in ("sum", "nansum"):
-        return zip_terms(x, g, GradKernel("dsum", Bound(_dsum, keepdims, axes, dtype), 2, axes=first_axes,
-                                          dtype=dtype))
+        return zip_terms(x, g, GradKernel("dsum", Bound(_dsum, keepdims, axes, dtype), 2, axes=first_axes, dtype=dtype))
     if op in ("max", "min", "amax", "amin"):
-        d = zip_terms(x, y, GradKernel(f"argmask[{op}]", Bound(_extremum_share, keepdims, axes, dtype), 2,
-                                       axes=first_axes, dtype=dtype))
-        return zip_terms(g, d, GradKernel(f"d{op}", Bound(_dextremum, keepdims, axes, dtype), 2, axes=second_axes,
-                                          dtype=dtype))
-    raise GradError(f"{node.describe()}: no derivative for the chunk reduction {op!r} "
-                    f"(sum, mean, max and min are differentiable)")
+        d = zip_terms(
+            x,
+            y,
+            GradKernel(
+                f"argmask[{op}]", Bound(_extremum_share, keepdims, axes, dtype), 2, axes=first_axes, dtype=dtype
+            ),
+        )
+        return zip_terms(
+            g, d, GradKernel(f"d{op}", Bound(_dextremum, keepdims, axes, dtype), 2, axes=second_axes, dtype=dtype)
+        )
+    raise GradError(
+        f"{node.describe()}: no derivative for the chunk reduction {op!r} (sum, mean, max and min are differentiable)"
+    )
 
 
 def _cast_after(kernel, dtype, v):
@@ -390,8 +521,9 @@ def _cast_after(kernel, dtype, v):
 def permute_transform(node, g, x, y):
     inv = tuple(int(i) for i in np.argsort(node.kernel.perm))
     back, dtype = Permute(inv), node.child.type.dtype
-    return map_term(g, GradKernel(back.name, Bound(_cast_after, back, dtype), 1, axes=Bound(kernel_axes, back),
-                                  dtype=dtype))
+    return map_term(
+        g, GradKernel(back.name, Bound(_cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype)
+    )
 
 
 def _reshape_like(dtype, xc, gc):
@@ -417,11 +549,11 @@ def reshape_transform(node, g, x, y):
         j, (_, num, den) = hit[0]
         inv.append((j, den, num))
     if inv is None:
-        return zip_terms(x, g, GradKernel("reshapeBack", Bound(_reshape_like, dtype), 2, axes=first_axes,
-                                          dtype=dtype))
+        return zip_terms(x, g, GradKernel("reshapeBack", Bound(_reshape_like, dtype), 2, axes=first_axes, dtype=dtype))
     back = Reshape(inv)
-    return map_term(g, GradKernel("reshapeBack", Bound(_cast_after, back, dtype), 1, axes=Bound(kernel_axes, back),
-                                  dtype=dtype))
+    return map_term(
+        g, GradKernel("reshapeBack", Bound(_cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype)
+    )
 
 
 def _deinsum(s, o, dtype, xc, gc):
@@ -451,13 +583,19 @@ def einsum_transform(node, g, x, y):
     dtype = node.child.type.dtype
     if len(set(s)) == len(s) and sorted(o) == sorted(s):  # a permutation: no forward data needed
         back = K.Einsum(f"{o}->{s}")
-        return map_term(g, GradKernel(f"einsum[{o}->{s}]", Bound(_cast_after, back, dtype), 1,
-                                      axes=Bound(kernel_axes, back), dtype=dtype))
-    return zip_terms(x, g, GradKernel(f"deinsum[{s}->{o}]", Bound(_deinsum, s, o, dtype), 2, axes=first_axes,
-                                      dtype=dtype))
+        return map_term(
+            g,
+            GradKernel(
+                f"einsum[{o}->{s}]", Bound(_cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype
+            ),
+        )
+    return zip_terms(
+        x, g, GradKernel(f"deinsum[{s}->{o}]", Bound(_deinsum, s, o, dtype), 2, axes=first_axes, dtype=dtype)
+    )
 
 
 # ---------------------------------------------------------------- Join kernels
+
 
 def einsum_join(node, g, side, terms, y, ctx):
     """gA = einsum(o,b->a)(g, B): a Join of the gradient with the other operand; the caller's
@@ -468,12 +606,15 @@ def einsum_join(node, g, side, terms, y, ctx):
     mine, other = (k.inputs[0], k.inputs[1]) if side == 0 else (k.inputs[1], k.inputs[0])
     o = k.output
     if len(set(mine)) != len(mine):
-        raise GradError(f"{node.describe()}: a repeated index inside one operand of a join kernel "
-                        f"({mine!r}) is not differentiable")
+        raise GradError(
+            f"{node.describe()}: a repeated index inside one operand of a join kernel ({mine!r}) is not differentiable"
+        )
     missing = [c for c in mine if c not in o and c not in other]
     if missing:
-        raise GradError(f"{node.describe()}: index {missing[0]!r} is summed inside one operand only; "
-                        f"not differentiable here (sum that operand first)")
+        raise GradError(
+            f"{node.describe()}: index {missing[0]!r} is summed inside one operand only; "
+            f"not differentiable here (sum that operand first)"
+        )
     return zip_terms(g, terms[1 - side], K.Einsum(f"{o},{other}->{mine}"))
 
 
@@ -511,8 +652,17 @@ def take_join(node, g, side, terms, y, ctx):
     E = ctx.const({k: [ext[k[0]]] for k in pt.iter_keys()}, pt.frontier, np.int64, "grad-extents")
     ep_kernel = GradKernel("withExtent", _with_extent, 2, axes=_with_extent_axes, dtype=np.int64)
     EP = Term(Join(node.right, E, [0, 1], [0, 1], ep_kernel), terms[1].dims)
-    return zip_terms(g, EP, GradKernel(f"scatter[{axis}]", Bound(_scatter, axis, xt.dtype), 2,
-                                       axes=Bound(with_axis, axis, xt.axes[axis]), dtype=xt.dtype))
+    return zip_terms(
+        g,
+        EP,
+        GradKernel(
+            f"scatter[{axis}]",
+            Bound(_scatter, axis, xt.dtype),
+            2,
+            axes=Bound(with_axis, axis, xt.axes[axis]),
+            dtype=xt.dtype,
+        ),
+    )
 
 
 def _split_piece(axis, side, dtype, gc, a):
@@ -526,8 +676,9 @@ def concatenate_join(node, g, side, terms, y, ctx):
     axis = node.kernel.axis
     dtype = node.children[side].type.dtype
     axes = second_axes if side == 0 else Bound(with_axis, axis, node.right.type.axes[axis])
-    return zip_terms(g, terms[0], GradKernel(f"split[{axis}]", Bound(_split_piece, axis, side, dtype), 2,
-                                             axes=axes, dtype=dtype))
+    return zip_terms(
+        g, terms[0], GradKernel(f"split[{axis}]", Bound(_split_piece, axis, side, dtype), 2, axes=axes, dtype=dtype)
+    )
 
 
 def _dtriangle(which, dtype, gc, p):
@@ -538,17 +689,22 @@ def triangle_join(node, g, side, terms, y, ctx):
     if side != 0:
         return None
     which, dtype = node.kernel.which, node.left.type.dtype
-    return zip_terms(g, terms[1], GradKernel(f"d{which}", Bound(_dtriangle, which, dtype), 2, axes=first_axes,
-                                             dtype=dtype))
+    return zip_terms(
+        g, terms[1], GradKernel(f"d{which}", Bound(_dtriangle, which, dtype), 2, axes=first_axes, dtype=dtype)
+    )
 
 
 # ---------------------------------------------------------------- registry
 
 # kernel class (or kernel) -> rule; a kernel's class is looked up along its MRO
-TRANSFORM_RULES: dict = {ReduceChunk: reduce_transform, K.Reduce: reduce_transform, Permute: permute_transform,
-                         Reshape: reshape_transform, K.Einsum: einsum_transform}
-JOIN_RULES: dict = {K.Einsum: einsum_join, Take: take_join, Concatenate: concatenate_join,
-                    Triangle: triangle_join}
+TRANSFORM_RULES: dict = {
+    ReduceChunk: reduce_transform,
+    K.Reduce: reduce_transform,
+    Permute: permute_transform,
+    Reshape: reshape_transform,
+    K.Einsum: einsum_transform,
+}
+JOIN_RULES: dict = {K.Einsum: einsum_join, Take: take_join, Concatenate: concatenate_join, Triangle: triangle_join}
 
 
 def register_vjp(key, rule, kind="transform"):
@@ -596,26 +752,42 @@ def transform_vjp(node, g, x, y, ctx):
     out = elementwise_transform(node, g, x, y)
     if out is not NotImplemented:
         return out
-    raise GradError(f"{node.describe()}: no derivative rule for kernel {k.name!r} "
-                    f"({type(k).__qualname__}); it is not differentiable (register one with "
-                    f"dask_tra.autodiff.register_vjp)")
+    raise GradError(
+        f"{node.describe()}: no derivative rule for kernel {k.name!r} "
+        f"({type(k).__qualname__}); it is not differentiable (register one with "
+        f"dask_tra.autodiff.register_vjp)"
+    )
 
 
 def join_vjp(node, g, side, terms, y, ctx):
     k = node.kernel
     if isinstance(node.left, Join) and isinstance(node.left.kernel, Pack):
-        raise GradError(f"{node.describe()}: elementwise functions of three or more arrays "
-                        f"(where/clip with array arguments) are not differentiable")
+        raise GradError(
+            f"{node.describe()}: elementwise functions of three or more arrays "
+            f"(where/clip with array arguments) are not differentiable"
+        )
     rule = _rule_for(JOIN_RULES, k)
     if rule is not None:
         return rule(node, g, side, terms, y, ctx)
     out = elementwise_join(node, g, side, terms, y)
     if out is not NotImplemented:
         return out
-    raise GradError(f"{node.describe()}: no derivative rule for join kernel {k.name!r} "
-                    f"({type(k).__qualname__}); it is not differentiable (register one with "
-                    f"dask_tra.autodiff.register_vjp(..., kind='join'))")
+    raise GradError(
+        f"{node.describe()}: no derivative rule for join kernel {k.name!r} "
+        f"({type(k).__qualname__}); it is not differentiable (register one with "
+        f"dask_tra.autodiff.register_vjp(..., kind='join'))"
+    )
 
 
-__all__ = ["PARTIALS", "Partial", "P", "Y", "register_partials", "register_vjp", "elementwise_parts",
-           "transform_vjp", "join_vjp", "chain"]
+__all__ = [
+    "PARTIALS",
+    "Partial",
+    "P",
+    "Y",
+    "register_partials",
+    "register_vjp",
+    "elementwise_parts",
+    "transform_vjp",
+    "join_vjp",
+    "chain",
+]

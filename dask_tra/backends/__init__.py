@@ -26,6 +26,7 @@ any module, defines a ``Backend`` subclass and calls ``register(...)`` (``regist
 
 This package imports neither Dask nor any chunk library at import time.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,8 +39,10 @@ from .base import Backend, UnsupportedOperation, result_type, weak_or_dtype
 from .registry import on_register, register, registered
 
 # each *_backend module registers its backend (NumPy, the reference, first)
-for _m in sorted((m.name for m in pkgutil.iter_modules(__path__) if m.name.endswith("_backend")),
-                 key=lambda name: name != "numpy_backend"):
+for _m in sorted(
+    (m.name for m in pkgutil.iter_modules(__path__) if m.name.endswith("_backend")),
+    key=lambda name: name != "numpy_backend",
+):
     importlib.import_module(f"{__name__}.{_m}")
 del _m
 
@@ -88,8 +91,10 @@ def backend_of(*chunks) -> Backend:
         if found is None:
             found = b
         elif b is not found:
-            raise TypeError(f"chunks of two libraries in one kernel: {found.name} and {b.name}; "
-                            f"convert one with RelArray.to_backend(...)")
+            raise TypeError(
+                f"chunks of two libraries in one kernel: {found.name} and {b.name}; "
+                f"convert one with RelArray.to_backend(...)"
+            )
     return found or NUMPY
 
 
@@ -111,8 +116,10 @@ def align(*chunks, keep=()):
         if b.owns(c):
             device = b.device_of(c)
             break
-    return b, tuple(b.from_numpy(np.asarray(c), device) if isinstance(c, (np.ndarray, np.generic))
-                    and i not in keep else c for i, c in enumerate(chunks))
+    return b, tuple(
+        b.from_numpy(np.asarray(c), device) if isinstance(c, (np.ndarray, np.generic)) and i not in keep else c
+        for i, c in enumerate(chunks)
+    )
 
 
 def namespace(*chunks):
@@ -167,17 +174,20 @@ def sizeof(x) -> int:
 def block(nested, ndim=None):
     """Concatenate a nested list of chunks (as ``dask.array.core.concatenate3``) with the
     chunks' own library: the result is a chunk of that library, never a NumPy copy."""
+
     def depth(v):
         d = 0
         while isinstance(v, list):
             v, d = v[0], d + 1
         return d
+
     ndim = depth(nested) if ndim is None else ndim
 
     def first(v):
         while isinstance(v, list):
             v = v[0]
         return v
+
     b = backend_of(first(nested))
 
     def glue(v, axis):
@@ -185,9 +195,31 @@ def block(nested, ndim=None):
             return v
         parts = [glue(p, axis + 1) for p in v]
         return parts[0] if len(parts) == 1 else b.concat(parts, axis=axis)
+
     return glue(nested, 0)
 
 
-__all__ = ["Backend", "UnsupportedOperation", "NUMPY", "register", "on_register", "registered", "names", "get",
-           "available", "backend_of", "backend_of_type", "align", "namespace", "numpy_like", "numpy_dtype", "dtype_of",
-           "to_numpy", "convert", "sizeof", "block", "weak_or_dtype", "result_type"]
+__all__ = [
+    "Backend",
+    "UnsupportedOperation",
+    "NUMPY",
+    "register",
+    "on_register",
+    "registered",
+    "names",
+    "get",
+    "available",
+    "backend_of",
+    "backend_of_type",
+    "align",
+    "namespace",
+    "numpy_like",
+    "numpy_dtype",
+    "dtype_of",
+    "to_numpy",
+    "convert",
+    "sizeof",
+    "block",
+    "weak_or_dtype",
+    "result_type",
+]

@@ -1,4 +1,5 @@
 """The backend interface, and what all backends share."""
+
 from __future__ import annotations
 
 import functools
@@ -13,8 +14,22 @@ class UnsupportedOperation(NotImplementedError):
 
 
 # NumPy dtypes every backend maps (torch lacks arithmetic on uint16/32/64: storage only)
-NUMPY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64", "complex64", "complex128")
+NUMPY_DTYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 
 REDUCTIONS = ("sum", "prod", "max", "min", "any", "all", "nansum", "nanprod", "nanmax", "nanmin")
 
@@ -33,6 +48,7 @@ def weak_or_dtype(v):
     if isinstance(dt, np.dtype):
         return dt
     from . import numpy_dtype
+
     return numpy_dtype(dt)
 
 
@@ -67,6 +83,7 @@ class Backend:
 
     def __reduce__(self):  # pickles as a reference to the registry entry
         from . import get
+
         return get, (self.name,)
 
     # ------------------------------------------------------------ library and namespaces
@@ -75,8 +92,9 @@ class Backend:
         try:
             return importlib.import_module(self.module_name)
         except ImportError as e:
-            raise ImportError(f"the {self.name!r} chunk backend needs {self.module_name!r}: "
-                              f"pip install {self.module_name}") from e
+            raise ImportError(
+                f"the {self.name!r} chunk backend needs {self.module_name!r}: pip install {self.module_name}"
+            ) from e
 
     def available(self) -> bool:
         try:
@@ -97,6 +115,7 @@ class Backend:
 
     def owns(self, x) -> bool:
         from . import _backend_of_one
+
         return _backend_of_one(x) is self
 
     def chunk_types(self) -> tuple:
@@ -155,6 +174,7 @@ class Backend:
         """``x`` (a chunk of any backend, a NumPy array, a scalar or a list) in this library.
         Between device libraries the data moves by DLPack (zero copy)."""
         from . import _backend_of_one
+
         src = _backend_of_one(x)
         if src is self:
             out = self.to_device(x, device)
@@ -256,5 +276,12 @@ class Backend:
         return out
 
 
-__all__ = ["Backend", "UnsupportedOperation", "weak_or_dtype", "result_type", "loop_dtypes", "REDUCTIONS",
-           "NUMPY_DTYPES"]
+__all__ = [
+    "Backend",
+    "UnsupportedOperation",
+    "weak_or_dtype",
+    "result_type",
+    "loop_dtypes",
+    "REDUCTIONS",
+    "NUMPY_DTYPES",
+]

@@ -10,12 +10,14 @@ imports neither Dask nor a chunk library; the functions sent to workers import w
 - ``site_memory_limit(host_limit, backends_used, client, setting)``: what a plan may use per
   site: the host limit, or the smaller GPU limit when the plan's chunks live on GPUs.
 """
+
 from __future__ import annotations
 
 
 def _worker_device_memory():
     """Run on a worker: total bytes of the GPU this process uses (asked of the backends in turn), or None."""
     from dask_tra import backends
+
     for name in backends.names():
         if backends.available(name):
             total = backends.get(name).device_memory()
@@ -34,8 +36,9 @@ def device_memory(client, info=None) -> dict:
     info = _workers(client) if info is None else info
     out, ask = {}, []
     for addr, w in info.items():
-        total = ((w.get("gpu") or {}).get("memory-total") or
-                 ((w.get("metrics") or {}).get("gpu") or {}).get("memory-total"))
+        total = (w.get("gpu") or {}).get("memory-total") or ((w.get("metrics") or {}).get("gpu") or {}).get(
+            "memory-total"
+        )
         if total:
             out[addr] = int(total)
         else:
@@ -83,6 +86,7 @@ def uses_device_memory(backends_used, device=None) -> bool:
     """Whether chunks of these backends live in GPU memory (each backend says: CuPy always,
     torch with a CUDA ``device``)."""
     from . import get
+
     return any(get(name).in_device_memory(device) for name in set(backends_used))
 
 

@@ -5,6 +5,7 @@ is CuPy itself; it only converts NumPy array operands (small parameter chunks su
 offsets) to device arrays, because CuPy refuses implicit host-to-device conversion. Nothing
 here ever copies a chunk back to host: ``to_numpy`` is the only way, and it is explicit.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,6 +37,7 @@ class _CupyNamespace:
             u = getattr(np, name, None)
             if not isinstance(u, np.ufunc):
                 from .base import UnsupportedOperation
+
                 raise UnsupportedOperation(f"numpy.{name} has no CuPy implementation")
             f = u  # a NumPy ufunc CuPy lacks by name: NumPy dispatches to CuPy (__array_ufunc__)
         if not callable(f) or isinstance(f, type):
@@ -44,6 +46,7 @@ class _CupyNamespace:
 
         def call(*args, **kwargs):
             return f(*(self._conv(a) for a in args), **{k: self._conv(v) for k, v in kwargs.items()})
+
         call.__name__ = name
         self.__dict__[name] = call
         return call
@@ -113,6 +116,7 @@ class CupyBackend(Backend):
 
     def _on(self, device):
         import contextlib
+
         d = self.resolve_device(device)
         return contextlib.nullcontext() if d is None else self.module.cuda.Device(d)
 
@@ -157,6 +161,7 @@ class CupyBackend(Backend):
 
     def add_at(self, out, axis, index, values):
         import cupyx
+
         with self.module.cuda.Device(out.device.id):
             cupyx.scatter_add(out, (slice(None),) * axis + (self.module.asarray(index),), values)
         return out

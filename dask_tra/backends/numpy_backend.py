@@ -1,4 +1,5 @@
 """NumPy chunks: the reference backend (kernels behave exactly as NumPy)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,6 +49,7 @@ class NumpyBackend(Backend):
 
     def asarray(self, x, dtype=None, device=None):
         from . import _backend_of_one
+
         src = _backend_of_one(x)
         if src is not None and src is not self:
             x = src.to_numpy(x)

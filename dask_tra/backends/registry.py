@@ -7,10 +7,11 @@ that adapt backends to another system subscribe with ``on_register`` (the Dask l
 backend touches its own module only. The modules ``dask_tra/backends/*_backend.py`` are
 imported with the package; a backend living elsewhere registers when its module is imported.
 """
+
 from __future__ import annotations
 
-_BACKENDS: dict = {}    # name -> Backend
-_BY_MODULE: dict = {}   # top-level module name of a chunk type -> Backend
+_BACKENDS: dict = {}  # name -> Backend
+_BY_MODULE: dict = {}  # top-level module name of a chunk type -> Backend
 _TYPE_CACHE: dict = {}  # chunk type -> Backend or None
 _LISTENERS: list = []
 

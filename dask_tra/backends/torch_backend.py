@@ -12,6 +12,7 @@ metadata (computed with NumPy) promises. Nothing here converts a tensor through 
 Default device: ``"cpu"``; ``dask_tra.config.set(device="cuda")`` puts created chunks on the
 worker's GPU (kernels always run on the device of their input chunks).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,22 @@ import numpy as np
 from .base import Backend, UnsupportedOperation, loop_dtypes, result_type, weak_or_dtype
 from .registry import register
 
-_DTYPE_NAMES = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-                "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-                "float16": "float16", "float32": "float32", "float64": "float64",
-                "complex64": "complex64", "complex128": "complex128"}
+_DTYPE_NAMES = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+}
 
 
 class _UFunc:
@@ -36,16 +49,18 @@ class _UFunc:
 
     def __call__(self, *args, dtype=None, **kwargs):
         if kwargs:
-            raise UnsupportedOperation(f"numpy.{self.name} on torch chunks: keyword arguments "
-                                       f"{sorted(kwargs)} are not supported")
+            raise UnsupportedOperation(
+                f"numpy.{self.name} on torch chunks: keyword arguments {sorted(kwargs)} are not supported"
+            )
         if len(args) != self.nin:
             raise TypeError(f"{self.name} takes {self.nin} operands, got {len(args)}")
-        loops = loop_dtypes(self.name, tuple(weak_or_dtype(a) for a in args),
-                            None if dtype is None else np.dtype(dtype))
+        loops = loop_dtypes(
+            self.name, tuple(weak_or_dtype(a) for a in args), None if dtype is None else np.dtype(dtype)
+        )
         ns = self.ns
-        ops = [ns.tensor(a, dt) for a, dt in zip(args, loops[:self.nin])]
+        ops = [ns.tensor(a, dt) for a, dt in zip(args, loops[: self.nin])]
         out = self.impl(*ops)
-        outs = loops[self.nin:]
+        outs = loops[self.nin :]
         if isinstance(out, tuple):
             return tuple(ns.astype(o, dt) for o, dt in zip(out, outs))
         return ns.astype(out, outs[0])
@@ -104,8 +119,10 @@ class TorchNamespace:
             return f
         if name.startswith("_"):
             raise AttributeError(name)
-        raise UnsupportedOperation(f"numpy.{name} has no torch implementation in dask_tra "
-                                   f"(dask_tra/backends/torch_backend.py lists those that do)")
+        raise UnsupportedOperation(
+            f"numpy.{name} has no torch implementation in dask_tra "
+            f"(dask_tra/backends/torch_backend.py lists those that do)"
+        )
 
     # -------------------------------------------------------- creation
     def zeros(self, shape, dtype=float):
@@ -179,12 +196,13 @@ class TorchNamespace:
         return self.torch.stack(ts, dim=axis)
 
     def take(self, x, indices, axis=None):
-        idx = self.tensor(np.asarray(indices, dtype=np.int64) if not isinstance(indices, self.torch.Tensor)
-                          else indices).long()
+        idx = self.tensor(
+            np.asarray(indices, dtype=np.int64) if not isinstance(indices, self.torch.Tensor) else indices
+        ).long()
         if axis is None:
             return self.torch.take(x.reshape(-1), idx)
         flat = self.torch.index_select(x, axis, idx.reshape(-1))
-        return flat.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
+        return flat.reshape(tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1 :]))
 
     def sort(self, x, axis=-1, kind=None):
         # NaN sorts last, as in NumPy; always stable (NumPy's default quicksort promises nothing)
@@ -223,8 +241,11 @@ class TorchNamespace:
         if lo is None and hi is None:
             return x
         if self.kind(x) == "b":
-            x, lo2, hi2 = (x.to(self.torch.uint8), None if lo is None else lo.to(self.torch.uint8),
-                           None if hi is None else hi.to(self.torch.uint8))
+            x, lo2, hi2 = (
+                x.to(self.torch.uint8),
+                None if lo is None else lo.to(self.torch.uint8),
+                None if hi is None else hi.to(self.torch.uint8),
+            )
             return self.torch.clamp(x, lo2, hi2).bool()
         return self.torch.clamp(x, lo, hi)
 
@@ -236,8 +257,9 @@ class TorchNamespace:
             f = 10 ** (-decimals)
             return self.astype(self.torch.round(x.double() / f) * f, self.kind_dtype(x))
         if k == "c":
-            return self.torch.complex(self.torch.round(x.real, decimals=decimals),
-                                      self.torch.round(x.imag, decimals=decimals))
+            return self.torch.complex(
+                self.torch.round(x.real, decimals=decimals), self.torch.round(x.imag, decimals=decimals)
+            )
         return self.torch.round(x, decimals=decimals)
 
     around = round
@@ -272,8 +294,10 @@ class TorchNamespace:
         if k in "biu":
             return x.clone()
         if k == "c":
-            return self.torch.complex(self.nan_to_num(x.real, nan=nan, posinf=posinf, neginf=neginf),
-                                      self.nan_to_num(x.imag, nan=nan, posinf=posinf, neginf=neginf))
+            return self.torch.complex(
+                self.nan_to_num(x.real, nan=nan, posinf=posinf, neginf=neginf),
+                self.nan_to_num(x.imag, nan=nan, posinf=posinf, neginf=neginf),
+            )
         return self.torch.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
     # -------------------------------------------------------- reductions (NumPy's keywords)
@@ -384,8 +408,9 @@ class TorchNamespace:
         out = fn(x, dim=axis, keepdim=keepdims)
         if self.kind(x) in "fc":
             nan = torch.isnan(x)
-            out = torch.where(nan.any(dim=axis, keepdim=keepdims),
-                              torch.argmax(nan.to(torch.uint8), dim=axis, keepdim=keepdims), out)
+            out = torch.where(
+                nan.any(dim=axis, keepdim=keepdims), torch.argmax(nan.to(torch.uint8), dim=axis, keepdim=keepdims), out
+            )
         return out
 
     def argmin(self, x, axis=None, keepdims=False):
@@ -412,11 +437,13 @@ def _modf(torch):
         ip = torch.trunc(x)
         frac = torch.where(torch.isinf(x), torch.copysign(torch.zeros_like(x), x), x - ip)
         return frac, ip
+
     return modf
 
 
 def _int_divisor_safe(fn_name):
     """NumPy gives 0 (with a warning) for an integer division by zero; torch raises."""
+
     def make(torch):
         fn = getattr(torch, fn_name)
 
@@ -428,7 +455,9 @@ def _int_divisor_safe(fn_name):
                 a, b = a.to(torch.int8), b.to(torch.int8)
             out = fn(a, torch.where(zero, torch.ones_like(b), b))
             return torch.where(zero, torch.zeros_like(out), out)
+
         return op
+
     return make
 
 
@@ -439,6 +468,7 @@ def _divmod(torch):
 
 def _nan_kept(fn_name):
     """sign/heaviside: NaN stays NaN (torch gives 0)."""
+
     def make(torch):
         fn = getattr(torch, fn_name)
 
@@ -447,12 +477,15 @@ def _nan_kept(fn_name):
                 return torch.sgn(x)
             out = fn(x, *rest)
             return torch.where(torch.isnan(x), x, out) if x.is_floating_point() else out
+
         return op
+
     return make
 
 
 def _int_safe(fn_name):
     """floor/ceil/trunc/rint: integers are their own value; complex rounds both parts."""
+
     def make(torch):
         fn = getattr(torch, fn_name)
 
@@ -460,7 +493,9 @@ def _int_safe(fn_name):
             if x.is_complex():
                 return torch.complex(fn(x.real), fn(x.imag))
             return fn(x) if x.is_floating_point() else x.clone()
+
         return op
+
     return make
 
 
@@ -474,6 +509,7 @@ def _invert(torch):
 
 def _complex_order(fn_name, strict, greater):
     """Comparisons: complex numbers order lexicographically (real, then imaginary), as in NumPy."""
+
     def make(torch):
         fn = getattr(torch, fn_name)
 
@@ -481,15 +517,21 @@ def _complex_order(fn_name, strict, greater):
             if not a.is_complex():
                 return fn(a, b)
             first = torch.gt(a.real, b.real) if greater else torch.lt(a.real, b.real)
-            second = (torch.gt if greater else torch.lt)(a.imag, b.imag) if strict else (
-                torch.ge if greater else torch.le)(a.imag, b.imag)
+            second = (
+                (torch.gt if greater else torch.lt)(a.imag, b.imag)
+                if strict
+                else (torch.ge if greater else torch.le)(a.imag, b.imag)
+            )
             return first | ((a.real == b.real) & second)
+
         return op
+
     return make
 
 
 def _complex_extreme(fn_name, greater, ignore_nan):
     """maximum/minimum/fmax/fmin; complex: lexicographic, NaN propagates (fmax/fmin: ignored)."""
+
     def make(torch):
         fn = getattr(torch, fn_name)
 
@@ -501,38 +543,103 @@ def _complex_extreme(fn_name, greater, ignore_nan):
             na, nb = torch.isnan(a), torch.isnan(b)
             pick_a = (pick_a | nb) & ~na if ignore_nan else (pick_a | na) & ~(nb & ~na)
             return torch.where(pick_a, a, b)
+
         return op
+
     return make
 
 
 # numpy ufunc name -> torch function name, or a factory taking the torch module
 _UFUNC_IMPLS = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "true_divide",
-    "true_divide": "true_divide", "floor_divide": _int_divisor_safe("floor_divide"), "power": "pow",
-    "float_power": "float_power", "mod": _int_divisor_safe("remainder"), "remainder": _int_divisor_safe("remainder"),
+    "add": "add",
+    "subtract": "subtract",
+    "multiply": "multiply",
+    "divide": "true_divide",
+    "true_divide": "true_divide",
+    "floor_divide": _int_divisor_safe("floor_divide"),
+    "power": "pow",
+    "float_power": "float_power",
+    "mod": _int_divisor_safe("remainder"),
+    "remainder": _int_divisor_safe("remainder"),
     "fmod": _int_divisor_safe("fmod"),
-    "divmod": _divmod, "negative": "neg", "positive": "positive", "absolute": _abs, "fabs": _abs,
-    "rint": _int_safe("round"), "sign": _nan_kept("sign"), "heaviside": _nan_kept("heaviside"), "conj": "conj_physical",
-    "conjugate": "conj_physical", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
-    "log10": "log10", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "square": "square",
-    "cbrt": _cbrt, "reciprocal": "reciprocal", "sin": "sin", "cos": "cos", "tan": "tan",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "hypot": "hypot",
-    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh",
-    "arctanh": "atanh", "deg2rad": "deg2rad", "rad2deg": "rad2deg", "degrees": "rad2deg",
-    "radians": "deg2rad", "greater": _complex_order("gt", True, True),
+    "divmod": _divmod,
+    "negative": "neg",
+    "positive": "positive",
+    "absolute": _abs,
+    "fabs": _abs,
+    "rint": _int_safe("round"),
+    "sign": _nan_kept("sign"),
+    "heaviside": _nan_kept("heaviside"),
+    "conj": "conj_physical",
+    "conjugate": "conj_physical",
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "log2": "log2",
+    "log10": "log10",
+    "expm1": "expm1",
+    "log1p": "log1p",
+    "sqrt": "sqrt",
+    "square": "square",
+    "cbrt": _cbrt,
+    "reciprocal": "reciprocal",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "hypot": "hypot",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "deg2rad": "deg2rad",
+    "rad2deg": "rad2deg",
+    "degrees": "rad2deg",
+    "radians": "deg2rad",
+    "greater": _complex_order("gt", True, True),
     "greater_equal": _complex_order("ge", False, True),
-    "less": _complex_order("lt", True, False), "less_equal": _complex_order("le", False, False),
-    "not_equal": "ne", "equal": "eq", "logical_and": "logical_and", "logical_or": "logical_or",
-    "logical_xor": "logical_xor", "logical_not": "logical_not", "maximum": _complex_extreme("maximum", True, False),
-    "minimum": _complex_extreme("minimum", False, False), "fmax": _complex_extreme("fmax", True, True),
-    "fmin": _complex_extreme("fmin", False, True), "isfinite": "isfinite", "isinf": "isinf",
-    "isnan": "isnan", "signbit": "signbit", "copysign": "copysign", "nextafter": "nextafter",
-    "spacing": _spacing, "modf": _modf, "ldexp": "ldexp", "frexp": "frexp",
-    "floor": _int_safe("floor"), "ceil": _int_safe("ceil"), "trunc": _int_safe("trunc"),
-    "logaddexp": "logaddexp", "logaddexp2": "logaddexp2", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "invert": _invert, "bitwise_not": _invert,
-    "bitwise_invert": _invert, "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift",
-    "gcd": "gcd", "lcm": "lcm",
+    "less": _complex_order("lt", True, False),
+    "less_equal": _complex_order("le", False, False),
+    "not_equal": "ne",
+    "equal": "eq",
+    "logical_and": "logical_and",
+    "logical_or": "logical_or",
+    "logical_xor": "logical_xor",
+    "logical_not": "logical_not",
+    "maximum": _complex_extreme("maximum", True, False),
+    "minimum": _complex_extreme("minimum", False, False),
+    "fmax": _complex_extreme("fmax", True, True),
+    "fmin": _complex_extreme("fmin", False, True),
+    "isfinite": "isfinite",
+    "isinf": "isinf",
+    "isnan": "isnan",
+    "signbit": "signbit",
+    "copysign": "copysign",
+    "nextafter": "nextafter",
+    "spacing": _spacing,
+    "modf": _modf,
+    "ldexp": "ldexp",
+    "frexp": "frexp",
+    "floor": _int_safe("floor"),
+    "ceil": _int_safe("ceil"),
+    "trunc": _int_safe("trunc"),
+    "logaddexp": "logaddexp",
+    "logaddexp2": "logaddexp2",
+    "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "invert": _invert,
+    "bitwise_not": _invert,
+    "bitwise_invert": _invert,
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "gcd": "gcd",
+    "lcm": "lcm",
 }
 
 
@@ -548,8 +655,7 @@ class TorchBackend(Backend):
     def _tables(self):
         if self._to_torch is None:
             torch = self.module
-            self._to_torch = {np.dtype(k): getattr(torch, v) for k, v in _DTYPE_NAMES.items()
-                              if hasattr(torch, v)}
+            self._to_torch = {np.dtype(k): getattr(torch, v) for k, v in _DTYPE_NAMES.items() if hasattr(torch, v)}
             self._to_numpy = {v: k for k, v in self._to_torch.items()}
         return self._to_torch, self._to_numpy
 
@@ -599,8 +705,11 @@ class TorchBackend(Backend):
 
     def resolve_device(self, device=None):
         if device is None or device == "auto":
-            return self.module.device("cpu") if device is None else self.module.device(
-                "cuda" if self.module.cuda.is_available() else "cpu")
+            return (
+                self.module.device("cpu")
+                if device is None
+                else self.module.device("cuda" if self.module.cuda.is_available() else "cpu")
+            )
         return self.module.device(device)
 
     def device_memory(self):

@@ -11,6 +11,7 @@ it again when the dependent runs: bytes the plan never predicted.
 dependent is pinned (``allow_other_workers=False``) is never dropped. Keys without pinned
 dependents (a dask.array's) are treated as ``ReduceReplicas`` treats them.
 """
+
 from __future__ import annotations
 
 from distributed.active_memory_manager import ReduceReplicas, Suggestion

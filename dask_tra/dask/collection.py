@@ -1,4 +1,5 @@
 """The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,15 @@ class DaskCollection(DaskMethodsMixin):
         return self._plans[cache_key]
 
     def _make_plan(self, where, placements) -> Plan:
-        return make_plan(self.expr, where.count, placements=placements or None, memory_limit=where.memory_limit,
-                         keep=config.get("keep"), force=config.get("force"), rates=current_rates(where))
+        return make_plan(
+            self.expr,
+            where.count,
+            placements=placements or None,
+            memory_limit=where.memory_limit,
+            keep=config.get("keep"),
+            force=config.get("force"),
+            rates=current_rates(where),
+        )
 
     def __getstate__(self):
         """Pickled without the plan cache: plans hold the client (and sites that may be gone
@@ -80,6 +88,7 @@ class DaskCollection(DaskMethodsMixin):
     def _report(self, p):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
+
         diagnostics.register(p.explain)
         self._last_explain = p.explain
 
@@ -112,6 +121,7 @@ class DaskCollection(DaskMethodsMixin):
             if len(prefix) == len(numblocks):
                 return (self.name,) + prefix
             return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
+
         return nest(())
 
     def __dask_layers__(self):
@@ -127,12 +137,14 @@ class DaskCollection(DaskMethodsMixin):
     def __dask_postcompute__(self):
         if self._last_explain is not None:
             from .. import diagnostics
+
             diagnostics.register(self._last_explain, computed=True)
         return _finalize, (self.ndim,)
 
     def __dask_postpersist__(self):
         if self._last_explain is not None:  # persisting: dask gathers no result
             from .. import diagnostics
+
             diagnostics.unregister_computed(self._last_explain)
         return type(self)._from_persisted, (self.expr.type, self.name, self.device, lineage(self))
 
@@ -151,6 +163,7 @@ class DaskCollection(DaskMethodsMixin):
     def to_dask(self):
         """A dask.array over the emitted plan (lazy: nothing runs)."""
         import dask.array as da
+
         graph = self.__dask_graph__()
         meta = backends.get(self.expr.type.backend).dask_meta(self.ndim, self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
@@ -162,8 +175,7 @@ def lineage(collection):
     expr, sources = collection.expr, collection.sources
     if not expr.children and isinstance(sources.get(expr.name), PersistedSource):
         return sources[expr.name].lineage
-    return expr, {n: s.detached() if isinstance(s, PersistedSource) and s.graph else s
-                  for n, s in sources.items()}
+    return expr, {n: s.detached() if isinstance(s, PersistedSource) and s.graph else s for n, s in sources.items()}
 
 
 def _recovering(collection, method, kwargs):
@@ -174,6 +186,7 @@ def _recovering(collection, method, kwargs):
 
     from distributed.client import FutureCancelledError
     from distributed.comm import CommClosedError
+
     for attempt in range(recovery.ATTEMPTS):
         try:
             return method(collection, **kwargs)
@@ -191,6 +204,7 @@ def _report_reads(reads):
     """Open ``measure()`` blocks learn which input keys the plan reads by key: moving them is
     the plan's work, not other traffic."""
     from .. import diagnostics
+
     if diagnostics._ACTIVE:
         diagnostics.register_reads(reads)
 
@@ -232,8 +246,14 @@ def chunk_backends(expr) -> set:
 
 
 def plan_cache_key(where, placements):
-    return (where.count, where.workers, repr(config.get("force")), where.memory_limit, current_rates(where),
-            repr(sorted((n, sorted(p.items())) for n, p in placements.items())))
+    return (
+        where.count,
+        where.workers,
+        repr(config.get("force")),
+        where.memory_limit,
+        current_rates(where),
+        repr(sorted((n, sorted(p.items())) for n, p in placements.items())),
+    )
 
 
 def _scatter_in_memory_inputs(root, sources, where):
@@ -259,6 +279,7 @@ def _in_event_loop(client) -> bool:
     """True inside the client's event loop (e.g. ``wait``/``progress`` asking for futures),
     where blocking scheduler queries are impossible; plans made there skip placement lookups."""
     import asyncio
+
     try:
         return asyncio.get_running_loop() is client.loop.asyncio_loop
     except RuntimeError:
@@ -270,5 +291,5 @@ def _finalize(results, ndim):
         out = results if not isinstance(results, list) else results[0]
         return out[()] if isinstance(out, np.ndarray) else out  # a NumPy scalar, as dask gives
     from dask.array.core import concatenate3
-    return concatenate3(results)
 
+    return concatenate3(results)

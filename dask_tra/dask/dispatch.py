@@ -18,6 +18,7 @@ For each backend's chunk types (installed when its library is imported, or at on
 Workers install the same by importing this module: ``register_worker_dispatch(client)`` adds a
 worker plugin doing it (the emitters call it for plans with non-NumPy chunks).
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,7 +28,7 @@ from collections import Counter
 from .. import backends
 
 _COUNTS: Counter = Counter()  # this process' chunk serializations and device copies
-_PREVIOUS: dict = {}          # chunk type -> (serializer, deserializer) registered before ours
+_PREVIOUS: dict = {}  # chunk type -> (serializer, deserializer) registered before ours
 _INSTALLED: set = set()
 
 
@@ -50,6 +51,7 @@ def serialize_chunk(x):
     if not b.is_plain(x):
         return _previous(type(x))[0](x)
     from distributed.protocol.serialize import serialize
+
     device = b.chunk_device(x)
     host = b.to_numpy(x)  # the one explicit copy for device chunks; a view of host chunks
     _COUNTS["serialized"] += 1
@@ -58,8 +60,12 @@ def serialize_chunk(x):
     sub_header, frames = serialize(host, serializers=("dask",))
     # "device" and "requires_grad" are what distributed's torch deserializer reads, so a worker
     # without dask_tra still rebuilds the tensor (on that device type)
-    header = {"sub-header": sub_header, "dask_tra": [b.name, device],
-              "device": (device or "cpu").partition(":")[0], "requires_grad": False}
+    header = {
+        "sub-header": sub_header,
+        "dask_tra": [b.name, device],
+        "device": (device or "cpu").partition(":")[0],
+        "requires_grad": False,
+    }
     return header, frames
 
 
@@ -74,6 +80,7 @@ class ChunkDeserializer:
         if spec is None:  # serialized by the serializer registered before ours
             return _PREVIOUS[self.t][1](header, frames)
         from distributed.protocol.serialize import deserialize
+
         name, device = spec
         host = deserialize(header["sub-header"], frames)
         _COUNTS["deserialized"] += 1
@@ -96,6 +103,7 @@ def _install_types(backend):
     from dask.array.dispatch import concatenate_lookup
     from dask.sizeof import sizeof
     from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
     for t in backend.chunk_types():
         for dispatch in (sizeof, concatenate_lookup):
             _dispatched(dispatch, t)  # Dask's own lazy registrations for the library run first
@@ -137,6 +145,7 @@ def _install(backend):
         return
     from dask.array.dispatch import concatenate_lookup
     from dask.sizeof import sizeof
+
     for dispatch in (sizeof, concatenate_lookup):
         for m in backend.chunk_modules:
             # Dask keeps one lazy registration per module: keep its own (dask.array's for CuPy
@@ -167,6 +176,7 @@ backends.on_register(_install)
 
 
 # ---------------------------------------------------------------- workers
+
 
 class _DispatchPlugin:
     """Worker plugin: install the dispatch for some backends on every worker before their

@@ -18,6 +18,7 @@ whose pinned readers are still waiting (see ``amm.py``, installed with the plan'
 Layer names are ``tra-<stage>-<token>``; stages are alphabetic and hyphenated so the
 dashboard groups tasks by stage (``key_split``). Fused tasks keep the consumer's name.
 """
+
 from __future__ import annotations
 
 import re
@@ -89,7 +90,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
             continue  # computed inside the local aggregation that consumes it
         name = f"tra-{stage_name(node)}-{token}-{node.uid}"
         if node.uid in fused.values():
-            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-'):]}-{token}-{node.uid}"
+            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-') :]}-{token}-{node.uid}"
         if node is plan and direct:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
         rigid = getattr(getattr(node, "op", None), "kernel", None) in unfused_kernels
@@ -106,8 +107,11 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                     if isinstance(spec, Ref):  # read by its key
                         avail[(origin, site)] = spec.key
                         reads.add(spec.key)
-                        if spec.key in external and not is_future(external[spec.key]) \
-                                and ext_pins.setdefault(spec.key, site) != site:
+                        if (
+                            spec.key in external
+                            and not is_future(external[spec.key])
+                            and ext_pins.setdefault(spec.key, site) != site
+                        ):
                             remade = _remade_here(Alias(dk, spec.key), external)
                             if not isinstance(remade, Alias):  # its own task again, on this site
                                 g.add(dk, remade, [], site, rigid)
@@ -166,8 +170,11 @@ class _Tasks:
             for r in refs:
                 count[r] = count.get(r, 0) + 1
                 reader[r] = dk
-        inline = {dk for dk in self.spec if count.get(dk) == 1 and dk not in self.exposed
-                  and self.site[reader[dk]] == self.site[dk]}
+        inline = {
+            dk
+            for dk in self.spec
+            if count.get(dk) == 1 and dk not in self.exposed and self.site[reader[dk]] == self.site[dk]
+        }
         out, depth = {}, {}
         for dk, spec in self.spec.items():
             subs = {r: out.pop(r) for r in self.reads[dk] if r in inline and depth[r] < MAX_DEPTH}
@@ -202,18 +209,26 @@ def _graph(tasks, site, external, ext_pins, ext_name, workers):
     if external:
         annotations = None
         if workers is not None and ext_pins:
-            annotations = {"workers": Pins({k: [workers[s]] for k, s in ext_pins.items()}),
-                           "allow_other_workers": Pins({k: k not in ext_pins for k in external})}
+            annotations = {
+                "workers": Pins({k: [workers[s]] for k, s in ext_pins.items()}),
+                "allow_other_workers": Pins({k: k not in ext_pins for k in external}),
+            }
         hl[ext_name] = MaterializedLayer(dict(external), annotations=annotations)
         deps[ext_name] = set()
     for name, layer in layers.items():
         annotations = None
         if workers is not None:
-            annotations = {"workers": Pins({k: [workers[site[k]]] for k in layer}),
-                           "allow_other_workers": False}  # strict: loose pins get stolen (see faults.py)
+            annotations = {
+                "workers": Pins({k: [workers[site[k]]] for k in layer}),
+                "allow_other_workers": False,
+            }  # strict: loose pins get stolen (see faults.py)
         hl[name] = MaterializedLayer(layer, annotations=annotations)
-        deps[name] = {d[0] if d in tasks else ext_name for t in layer.values() for d in t.dependencies
-                      if d in tasks or d in external} - {name}
+        deps[name] = {
+            d[0] if d in tasks else ext_name
+            for t in layer.values()
+            for d in t.dependencies
+            if d in tasks or d in external
+        } - {name}
     return HighLevelGraph(hl, deps)
 
 
@@ -258,8 +273,7 @@ def _task(node, key, site, origin, avail, dk):
         return None
     if isinstance(node, LocalJoin):
         lk, rk = node.sources(key, site)
-        refs = [_ref(avail, _origin_at(node.left, lk, site), site),
-                _ref(avail, _origin_at(node.right, rk, site), site)]
+        refs = [_ref(avail, _origin_at(node.left, lk, site), site), _ref(avail, _origin_at(node.right, rk, site), site)]
         return Task(dk, node.op.kernel, *map(TaskRef, refs)), refs
     if isinstance(node, LocalAggregate):
         members = node.members[(key, site)]
@@ -290,8 +304,12 @@ def _fusable_joins(walk) -> dict:
     out = {}
     for n in walk:
         users = consumers.get(n.uid, [])
-        if isinstance(n, LocalJoin) and len(users) == 1 and isinstance(users[0], LocalAggregate) \
-                and not isinstance(users[0].op, Concat):
+        if (
+            isinstance(n, LocalJoin)
+            and len(users) == 1
+            and isinstance(users[0], LocalAggregate)
+            and not isinstance(users[0].op, Concat)
+        ):
             out[n.uid] = users[0].uid
     return out
 
@@ -301,8 +319,10 @@ def _fused_task(agg, key, site, avail, dk):
     refs = []
     for jkey, _ in agg.members[(key, site)]:
         lk, rk = join.sources(jkey, site)
-        refs += [_ref(avail, _origin_at(join.left, lk, site), site),
-                 _ref(avail, _origin_at(join.right, rk, site), site)]
+        refs += [
+            _ref(avail, _origin_at(join.left, lk, site), site),
+            _ref(avail, _origin_at(join.right, rk, site), site),
+        ]
     return Task(dk, _join_fold, join.op.kernel, agg.op.kernel, *map(TaskRef, refs)), refs
 
 
@@ -329,6 +349,7 @@ def _fold(kernel, *chunks):
 
 def _concat(axis, *chunks):
     from ..tra.kernels import namespace
+
     return namespace(*chunks).concat(chunks, axis=axis)
 
 

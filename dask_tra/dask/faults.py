@@ -12,6 +12,7 @@ A graph planned before a worker left may reach the scheduler after it left: on
 (before the scheduler first places them). Workers that join meanwhile simply get no task
 of that graph; the next plan uses them.
 """
+
 from __future__ import annotations
 
 from distributed.diagnostics.plugin import SchedulerPlugin

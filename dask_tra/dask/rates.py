@@ -10,6 +10,7 @@ About half a second, once per client and set of workers; ``dask_tra.config`` val
 measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
 uses the defaults of ``optimizer.Rates`` instead of measuring.
 """
+
 from __future__ import annotations
 
 import time
@@ -61,12 +62,13 @@ def measure(client) -> dict:
     out["task_overhead"] = (time.perf_counter() - t0) / 200
     n = 512
     secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
-    out["flop_rate"] = 2 * n ** 3 / max(secs, 1e-6)
+    out["flop_rate"] = 2 * n**3 / max(secs, 1e-6)
     return out
 
 
 def _in_event_loop(client) -> bool:
     import asyncio
+
     try:
         return asyncio.get_running_loop() is client.loop.asyncio_loop
     except RuntimeError:
@@ -77,8 +79,7 @@ def current_rates(where) -> Rates:
     """Rates for planning on ``where`` (a ``Sites``): config, else measured (cached), else defaults."""
     given = {k: config.get(k) for k in ("bandwidth", "task_overhead", "flop_rate")}
     rates = {k: float(v) for k, v in given.items() if v is not None}
-    if len(rates) < 3 and where.client is not None and config.get("probe_rates") \
-            and not _in_event_loop(where.client):
+    if len(rates) < 3 and where.client is not None and config.get("probe_rates") and not _in_event_loop(where.client):
         rates = {**ensure_measured(where.client, where.workers), **rates}
     return Rates(**rates)
 

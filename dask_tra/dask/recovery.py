@@ -11,6 +11,7 @@ client memory only). An input with no lineage (a persisted autodiff output, a wr
 collection whose persisted blocks were scattered data) cannot be recovered:
 ``InputLostError`` names it.
 """
+
 from __future__ import annotations
 
 from ..tra import TRAError
@@ -42,9 +43,11 @@ def recover(collection) -> bool:
     for name, src in collection.sources.items():
         gone = [k for k, f in src.graph.items() if is_future(f) and f.status != "finished"]
         if gone and not isinstance(src, PersistedSource):
-            raise InputLostError(f"input {name}: the cluster lost {len(gone)} persisted block(s) "
-                                 f"(e.g. {gone[0]}) of the wrapped dask collection, and Dask cannot "
-                                 f"recompute them (scattered data); persist it again")
+            raise InputLostError(
+                f"input {name}: the cluster lost {len(gone)} persisted block(s) "
+                f"(e.g. {gone[0]}) of the wrapped dask collection, and Dask cannot "
+                f"recompute them (scattered data); persist it again"
+            )
     if any(lost_futures(s) for entry in collection._plans.values() for s in entry.scattered):
         found = True
     if found:
@@ -68,11 +71,12 @@ def rebuild(name, src) -> PersistedSource:
         raise InputLostError(
             f"input {name}: {len(lost)} block(s) (e.g. {lost[0]}) were only on a worker that left, "
             f"and there is no lineage to recompute them from (replicate such data with "
-            f"client.replicate, or build the input again)")
+            f"client.replicate, or build the input again)"
+        )
     from ..core import RelArray
+
     expr, sources = src.lineage
-    live = {n: rebuild(n, s) if isinstance(s, PersistedSource) and not s.blocks else s
-            for n, s in sources.items()}
+    live = {n: rebuild(n, s) if isinstance(s, PersistedSource) and not s.blocks else s for n, s in sources.items()}
     fresh = RelArray(expr, live).persist()
     return fresh.sources[fresh.expr.name]
 

@@ -1,4 +1,5 @@
 """Sites are workers: with an active distributed Client, one site per worker (sorted by address)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ class Sites:
 def active_client():
     try:
         from distributed import default_client
+
         return default_client()
     except (ImportError, ValueError):
         return None
@@ -32,6 +34,7 @@ def current_sites(sites=None, backends=("numpy",)) -> Sites:
     the workers with a GPU resource, and the per-site limit is the smaller of host and GPU memory.
     """
     from ..backends import cluster as gpu
+
     limit = config.get("memory_limit")
     device, glimit = config.get("device"), config.get("gpu_memory_limit")
     if sites is not None:

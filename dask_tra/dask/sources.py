@@ -15,6 +15,7 @@ same values (see ``dask_tra.backends.Backend.random``).
 Dask's dispatch for chunk libraries (``sizeof``, ``concatenate``, serialization) is in
 ``dispatch.py``; ``ArraySource.scattered`` installs it on the workers before scattering blocks.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -124,8 +125,7 @@ class LazyArraySource(Source):
         self.input = Input(name or fresh_name("from-array"), RelationType.from_chunks(self.chunks, dtype))
 
     def task(self, key):
-        box = tuple(slice(a + s.start, a + s.stop) for (a, _), s in
-                    zip(self.region, _block_slices(self.chunks, key)))
+        box = tuple(slice(a + s.start, a + s.stop) for (a, _), s in zip(self.region, _block_slices(self.chunks, key)))
         return (read_block, self.array, box, self.lock)
 
     def narrowed(self, region, chunks) -> LazyArraySource:
@@ -152,19 +152,28 @@ class RandomSource(Source):
     """Seeded random chunks: chunk ``key`` is drawn from NumPy's generator seeded by (seed, *key),
     then made a chunk of the backend (``config`` "backend"/"device" when created)."""
 
-    def __init__(self, method, shape, chunks, seed, dtype=np.float64, name=None, *, backend=None,
-                 device=None, **params):
+    def __init__(
+        self, method, shape, chunks, seed, dtype=np.float64, name=None, *, backend=None, device=None, **params
+    ):
         self.method, self.params, self.seed = method, params, int(seed)
         self.chunks = normalize_chunks(chunks, shape)
         self.dtype = np.dtype(dtype)
         self.backend, self.device = _creation_backend(backend, device)
-        self.input = Input(name or fresh_name(f"random-{method.replace('_', '-')}"),
-                           RelationType.from_chunks(self.chunks, self.dtype, self.backend))
+        self.input = Input(
+            name or fresh_name(f"random-{method.replace('_', '-')}"),
+            RelationType.from_chunks(self.chunks, self.dtype, self.backend),
+        )
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
-        args = (random_chunk, self.method, (self.seed,) + tuple(key), shape, self.dtype.str,
-                tuple(sorted(self.params.items())))
+        args = (
+            random_chunk,
+            self.method,
+            (self.seed,) + tuple(key),
+            shape,
+            self.dtype.str,
+            tuple(sorted(self.params.items())),
+        )
         return args if self.backend == "numpy" else args + (self.backend, self.device)
 
 
@@ -180,8 +189,7 @@ class ConstantSource(Source):
         self.value, self.dtype = value, np.dtype(dtype)
         self.chunks = normalize_chunks(chunks, shape)
         self.backend, self.device = _creation_backend(backend, device)
-        self.input = Input(name or fresh_name("full"),
-                           RelationType.from_chunks(self.chunks, self.dtype, self.backend))
+        self.input = Input(name or fresh_name("full"), RelationType.from_chunks(self.chunks, self.dtype, self.backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
@@ -199,6 +207,7 @@ class DaskSource(Source):
 
     def __init__(self, x):
         from dask.array.utils import meta_from_array
+
         self.array = x
         self.chunks = tuple(tuple(int(c) for c in cs) for cs in x.chunks)
         meta = meta_from_array(x._meta)
@@ -213,8 +222,9 @@ class DaskSource(Source):
         return self.array.blocks[tuple(key)].compute(scheduler="sync")
 
     def placement(self, client):
-        return _who_has(client, {(self.array.name,) + k: k for k in itertools.product(
-            *(range(len(c)) for c in self.chunks))})
+        return _who_has(
+            client, {(self.array.name,) + k: k for k in itertools.product(*(range(len(c)) for c in self.chunks))}
+        )
 
 
 class PersistedSource(Source):

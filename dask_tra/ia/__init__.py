@@ -2,8 +2,23 @@
 
 No Dask here: plans are data, with a reference executor that simulates sites.
 """
+
 from .partitioning import ALL, Grid, SiteMap, part
-from .nodes import (Broadcast, Expand, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap,
-                    expand, rekey, tile, transform,
-                    Placed, PlanError, Shuffle, IA_OPERATORS)
+from .nodes import (
+    Broadcast,
+    Expand,
+    IANode,
+    LocalAggregate,
+    LocalFilter,
+    LocalJoin,
+    LocalMap,
+    expand,
+    rekey,
+    tile,
+    transform,
+    Placed,
+    PlanError,
+    Shuffle,
+    IA_OPERATORS,
+)
 from .executor import execute, project

@@ -4,6 +4,7 @@ Each copy's value is computed from the copies named by the plan's metadata, at t
 the plan names. A copy moved to a site where its origin is not yet present counts its
 chunk's real ``nbytes`` as crossing; the cost model predicts the same number from metadata.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,8 +16,18 @@ from ..tra.errors import fmt_key
 from ..tra.executor import apply_kernel, check_relation
 from ..tra.expr import Concat, ReKey, Tile
 from ..tra.kernels import namespace
-from .nodes import (Broadcast, Expand, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed,
-                    PlanError, Shuffle)
+from .nodes import (
+    Broadcast,
+    Expand,
+    IANode,
+    LocalAggregate,
+    LocalFilter,
+    LocalJoin,
+    LocalMap,
+    Placed,
+    PlanError,
+    Shuffle,
+)
 
 
 class Result:
@@ -53,8 +64,10 @@ def project(plan: IANode, res: Result) -> dict[Any, Any]:
     for (key, site, origin), v in res.values[plan.uid].items():
         first = out.setdefault(key, v)
         if first is not v and not np.array_equal(np.asarray(first), np.asarray(v), equal_nan=True):
-            raise PlanError(f"{plan.describe()}: key {fmt_key(key)} has several different chunks "
-                            f"(partial results on different sites)")
+            raise PlanError(
+                f"{plan.describe()}: key {fmt_key(key)} has several different chunks "
+                f"(partial results on different sites)"
+            )
     return out
 
 

@@ -8,6 +8,7 @@ this is also what Dask does (one transfer per distinct key and worker).
 
 Local operators mirror TRA operators and reuse the TRA nodes for their output types.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -64,8 +65,10 @@ class IANode:
                 if node._copies is not None:
                     continue
                 if ready:
-                    node._copies = {k: tuple(v) if len(v) == 1 else tuple(sorted(set(v), key=repr))
-                                    for k, v in node._compute_copies().items()}
+                    node._copies = {
+                        k: tuple(v) if len(v) == 1 else tuple(sorted(set(v), key=repr))
+                        for k, v in node._compute_copies().items()
+                    }
                     continue
                 stack.append((node, True))
                 stack.extend((c, False) for c in node.children if c._copies is None)
@@ -121,8 +124,7 @@ class _Move(IANode):
 
     def _compute_copies(self):
         f = self.type.frontier
-        return {k: [(t, origin) for _, origin in cs for t in self.targets(k, f)]
-                for k, cs in self.child.copies.items()}
+        return {k: [(t, origin) for _, origin in cs for t in self.targets(k, f)] for k, cs in self.child.copies.items()}
 
 
 class Broadcast(_Move):
@@ -159,8 +161,9 @@ class LocalJoin(IANode):
 
     kind = "localjoin"
 
-    def __init__(self, left: IANode, right: IANode, left_keys: Iterable[int], right_keys: Iterable[int],
-                 kernel: Kernel):
+    def __init__(
+        self, left: IANode, right: IANode, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel
+    ):
         super().__init__()
         self.children, self.left, self.right = (left, right), left, right
         self.s = left.s
@@ -186,7 +189,7 @@ class LocalJoin(IANode):
 
     def sources(self, key: Key, site: int) -> tuple[Key, Key]:
         """(left key, right key) joined into ``key`` (the same at every site)."""
-        return key[:self._kl], tuple([key[d] for d in self._right_pos])
+        return key[: self._kl], tuple([key[d] for d in self._right_pos])
 
     def describe(self) -> str:
         return f"LocalJoin({list(self.op.left_keys)},{list(self.op.right_keys)},{self.op.kernel.name})"
@@ -196,8 +199,7 @@ def _one_origin_per_site(key: Key, copies: Iterable[tuple[int, Any]], node: IANo
     sites: dict[int, Any] = {}
     for t, origin in copies:
         if sites.setdefault(t, origin) != origin:
-            raise PlanError(f"{node.describe()}: two different chunks for key {fmt_key(key)} "
-                            f"meet at site {t}")
+            raise PlanError(f"{node.describe()}: two different chunks for key {fmt_key(key)} meet at site {t}")
     return sites
 
 
@@ -208,8 +210,13 @@ class LocalAggregate(IANode):
 
     op: tra.Concat | tra.Aggregate
 
-    def __init__(self, child: IANode, group_by: Iterable[int] | None = None, kernel: Kernel | None = None,
-                 concat: Sequence | None = None):
+    def __init__(
+        self,
+        child: IANode,
+        group_by: Iterable[int] | None = None,
+        kernel: Kernel | None = None,
+        concat: Sequence | None = None,
+    ):
         super().__init__()
         self.children, self.child, self.s = (child,), child, child.s
         self.group_by: tuple[int, ...]

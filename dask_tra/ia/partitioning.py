@@ -7,6 +7,7 @@ whose groups are the block counts (every distinct ``key[D]`` its own group); Ein
 partition vector ``d`` is the ``groups``. ``ALL`` puts every tuple on every site;
 ``SiteMap`` is an explicit key -> site map (data already placed on a cluster).
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ No Dask here. Entry points: ``plan(expr, sites)`` and ``plan_many(exprs, sites)`
 search costs every candidate in closed form from layouts (``symbolic``, ``candidates``);
 the chosen plan's IA nodes are built once, on first use of ``Plan.root`` (``build``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,8 +52,15 @@ Placements = Mapping[str, Mapping[tuple[int, ...], Sequence[int]]]
 Force = str | Mapping[str, str]
 
 
-def plan(expr: Expr, sites: int, placements: Placements | None = None, memory_limit: int | None = None,
-         force: Force | None = None, keep: int = 6, rates: Rates | None = None) -> Plan:
+def plan(
+    expr: Expr,
+    sites: int,
+    placements: Placements | None = None,
+    memory_limit: int | None = None,
+    force: Force | None = None,
+    keep: int = 6,
+    rates: Rates | None = None,
+) -> Plan:
     """Choose an IA plan for ``expr`` on ``sites`` sites.
 
     placements: input name -> {key: (site, ...)} for inputs already placed (costed where they are,
@@ -64,9 +72,16 @@ def plan(expr: Expr, sites: int, placements: Placements | None = None, memory_li
     return plan_many((expr,), sites, placements, memory_limit, force, keep, rates)
 
 
-def plan_many(exprs: Iterable[Expr], sites: int, placements: Placements | None = None,
-              memory_limit: int | None = None, force: Force | None = None, keep: int = 6,
-              rates: Rates | None = None, one_layout: bool = False) -> Plan:
+def plan_many(
+    exprs: Iterable[Expr],
+    sites: int,
+    placements: Placements | None = None,
+    memory_limit: int | None = None,
+    force: Force | None = None,
+    keep: int = 6,
+    rates: Rates | None = None,
+    one_layout: bool = False,
+) -> Plan:
     """One plan for several expressions sharing sub-expressions (each shared node planned once;
     with ``one_layout`` each is also computed in one layout only). A plan for an expression of
     the same structure, placements and settings is replayed from ``cache`` without a search."""
@@ -94,9 +109,17 @@ def plan_many(exprs: Iterable[Expr], sites: int, placements: Placements | None =
     ops, steps = _report(alts, cands)
     gather = sum(_gather_bytes(a) for a in alts)
     text = "\n".join(render(e) for e in exprs)
-    report = Explain(text, sites, ops, cost.bytes_moved, dict(cost.peak_memory),
-                     gather_bytes=gather, ia_plan="\n".join(steps), predicted_seconds=cost.seconds,
-                     breakdown=rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)))
+    report = Explain(
+        text,
+        sites,
+        ops,
+        cost.bytes_moved,
+        dict(cost.peak_memory),
+        gather_bytes=gather,
+        ia_plan="\n".join(steps),
+        predicted_seconds=cost.seconds,
+        breakdown=rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)),
+    )
     return Plan(exprs, sites, alts, cost, report, tuple(a.layout for a in alts))
 
 
@@ -129,8 +152,7 @@ def final_costs(roots, s, rates):
         for a in roots:
             peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
     secs = rates.seconds(moved, tasks, flops)
-    return Cost(moved, dict(enumerate(int(p) for p in peak)), paper, tasks, tuple(float(f) for f in flops),
-                secs), cands
+    return Cost(moved, dict(enumerate(int(p) for p in peak)), paper, tasks, tuple(float(f) for f in flops), secs), cands
 
 
 def _recost(template, order, s, placements, rates, memory_limit):
@@ -164,9 +186,18 @@ def _report(roots, cands):
         if id(alt) not in cands:
             continue
         kind = kind_of(alt.node)
-        ops.append(OperatorReport(kind, alt.strategy, {n: b for n, (b, _) in alt.table.items()},
-                                  _describe(alt.node, kind), alt.bytes, int(alt.peak.max()),
-                                  {n: t for n, (_, t) in alt.table.items()}, alt.seconds))
+        ops.append(
+            OperatorReport(
+                kind,
+                alt.strategy,
+                {n: b for n, (b, _) in alt.table.items()},
+                _describe(alt.node, kind),
+                alt.bytes,
+                int(alt.peak.max()),
+                {n: t for n, (_, t) in alt.table.items()},
+                alt.seconds,
+            )
+        )
         steps.extend(_steps(alt, cands[id(alt)], kind))
     return ops, steps
 
@@ -176,8 +207,10 @@ def _template(roots, order, cost, cands):
     index = {id(n): i for i, n in enumerate(order)}
     alts = chosen(roots)
     pos = {id(a): j for j, a in enumerate(alts)}
-    entries = [(index[id(a.node)], replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)),
-                cands.get(id(a))) for a in alts]
+    entries = [
+        (index[id(a.node)], replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)), cands.get(id(a)))
+        for a in alts
+    ]
     return entries, [pos[id(r)] for r in roots], cost
 
 
@@ -234,5 +267,16 @@ def gather_bytes(root: IANode) -> int:
     return sum(per_site.values()) - max(per_site.values(), default=0)
 
 
-__all__ = ["plan", "plan_many", "Plan", "Explain", "OperatorReport", "MemoryLimitError", "evaluate_cost",
-           "kind_of", "Rates", "ia_tree", "inputs_of"]
+__all__ = [
+    "plan",
+    "plan_many",
+    "Plan",
+    "Explain",
+    "OperatorReport",
+    "MemoryLimitError",
+    "evaluate_cost",
+    "kind_of",
+    "Rates",
+    "ia_tree",
+    "inputs_of",
+]

@@ -4,6 +4,7 @@ The search decides strategies from closed-form costs; here every chosen alternat
 built into IA operators by ``strategies`` (the same strategies, move for move), so its
 ``copies`` (every tuple with its sites) exist only for the plan that runs.
 """
+
 from __future__ import annotations
 
 from ..ia import Placed, SiteMap, part
@@ -22,8 +23,9 @@ def build(roots, s) -> list:
             if alt.placement is not None:
                 made[id(alt)] = IAAlt(Placed(node, SiteMap(alt.placement), s), free=False, strategy="placed")
             else:
-                made[id(alt)] = IAAlt(Placed(node, part(range(node.type.key_arity), node.type.frontier), s),
-                                      free=True, strategy="free")
+                made[id(alt)] = IAAlt(
+                    Placed(node, part(range(node.type.key_arity), node.type.frontier), s), free=True, strategy="free"
+                )
             continue
         kids = [made[id(a)] for a in alt.inputs]
         made[id(alt)] = IAAlt(_one(node, alt, kids, s), strategy=alt.strategy)

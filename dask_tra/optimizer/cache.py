@@ -12,6 +12,7 @@ new placements. The IA plan is then built from the new nodes and kernels.
 Structure tokens are digests computed node by node, children first (iterative; a shared
 node once), so a chain of thousands of operators is hashed in linear time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,7 @@ def _type_token(t) -> bytes:
 
 
 def _kernel_token(k) -> str:
-    return repr((type(k).__name__, k.name, k.arity, k.associative, k.commutative,
-                 sorted(k.distributes_over)))
+    return repr((type(k).__name__, k.name, k.arity, k.associative, k.commutative, sorted(k.distributes_over)))
 
 
 def _own_token(node) -> bytes:

@@ -12,6 +12,7 @@ and their names are those of ``strategies`` (which builds their IA plans), move 
 - aggregate alone: ``local``, ``two-phase``, ``shuffle``; concat: ``local``, ``shuffle``;
 - per-tuple operators run where their input is.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,21 @@ import numpy as np
 from ..ia.partitioning import Grid, part
 from ..tra import expr as tra
 from .strategies import partition_vectors
-from .symbolic import (Cand, Moves, cell_flops, finish, gather, grid_layout, grid_need, key_bytes,
-                       key_elements, placing_sites, reduce_to, single, site_sum)
+from .symbolic import (
+    Cand,
+    Moves,
+    cell_flops,
+    finish,
+    gather,
+    grid_layout,
+    grid_need,
+    key_bytes,
+    key_elements,
+    placing_sites,
+    reduce_to,
+    single,
+    site_sum,
+)
 
 
 def _grid_products(join, grid, s):
@@ -48,8 +62,16 @@ def _close(agg, mv: Moves, partial, flops, s, detail=None) -> Cand:
     steps = list(mv.steps)
     if how != "local":
         steps.append(("aggregate partials", None, moved))
-    return Cand(out, mv.moved + moved, mv.paper + paper, peak, flops, tasks, mv.present,
-                dict(detail or {}, aggregate=how, steps=steps))
+    return Cand(
+        out,
+        mv.moved + moved,
+        mv.paper + paper,
+        peak,
+        flops,
+        tasks,
+        mv.present,
+        dict(detail or {}, aggregate=how, steps=steps),
+    )
 
 
 def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
@@ -79,11 +101,19 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
             mv = Moves(views, s)
             keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
             mv.broadcast(b)
-            lay = mv.place(o, grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s),
-                           f"shuffle by {part(keep, views[o].type.frontier)}")
-            c = _close(agg, mv, side_partial(lay, o),
-                       _side_products(join, lay, pos[o], views[o].type.frontier, s), s,
-                       {"bside": "left" if b == 0 else "right"})
+            lay = mv.place(
+                o,
+                grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s),
+                f"shuffle by {part(keep, views[o].type.frontier)}",
+            )
+            c = _close(
+                agg,
+                mv,
+                side_partial(lay, o),
+                _side_products(join, lay, pos[o], views[o].type.frontier, s),
+                s,
+                {"bside": "left" if b == 0 else "right"},
+            )
             if best is None or c.moved < best.moved:
                 best = c
         if best is not None:
@@ -102,8 +132,9 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
         if c is None:
             continue
         mv, lay = c
-        cands[f"align-{side}"] = _close(agg, mv, side_partial(lay, f),
-                                         _side_products(join, lay, pos[f], views[f].type.frontier, s), s)
+        cands[f"align-{side}"] = _close(
+            agg, mv, side_partial(lay, f), _side_products(join, lay, pos[f], views[f].type.frontier, s), s
+        )
     grids = {"rmm": part(g, out)}
     if eindecomp:
         for d in partition_vectors(out, s):
@@ -151,8 +182,16 @@ def join_alone(join, left, right, s, only=None) -> dict:
     def done(mv, layout):
         flops = _side_products(join, layout, list(range(len(outf))), outf, s) if single(layout) else np.zeros(s)
         nb = key_bytes(join.type)
-        return Cand(layout, mv.moved, mv.paper, mv.site_in + nb @ layout, flops, int(layout.sum()), mv.present,
-                    {"steps": mv.steps})
+        return Cand(
+            layout,
+            mv.moved,
+            mv.paper,
+            mv.site_in + nb @ layout,
+            flops,
+            int(layout.sum()),
+            mv.present,
+            {"steps": mv.steps},
+        )
 
     for b, name in ((0, "bcast-left"), (1, "bcast-right")):
         if only not in (None, name):
@@ -193,22 +232,46 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
     two_phase = not local and single(base) and k.associative and k.commutative  # replicas: fold once
     nb = key_bytes(agg.type)
     if local and only in (None, "local"):
-        cands["local"] = Cand(partial, mv.moved, mv.paper, mv.site_in + nb @ partial, _elements_at(child.type, base, s),
-                              int(partial.sum()), mv.present, {"steps": mv.steps})
+        cands["local"] = Cand(
+            partial,
+            mv.moved,
+            mv.paper,
+            mv.site_in + nb @ partial,
+            _elements_at(child.type, base, s),
+            int(partial.sum()),
+            mv.present,
+            {"steps": mv.steps},
+        )
     if two_phase and only in (None, "two-phase"):
         cands["two-phase"] = _close(agg, _copy(mv), partial, _elements_at(child.type, base, s), s)
     if not local and only in (None, "shuffle"):
         m2 = _copy(mv)
         lay = m2.place(0, grid_layout(part(g, f), f, s), f"shuffle by PART{list(g)}")
         out = grid_layout(part(range(len(outf)), outf), outf, s)
-        cands["shuffle"] = Cand(out, m2.moved, m2.paper, m2.site_in + nb @ out, _elements_at(child.type, lay, s),
-                                int(out.sum()), m2.present, {"steps": m2.steps})
+        cands["shuffle"] = Cand(
+            out,
+            m2.moved,
+            m2.paper,
+            m2.site_in + nb @ out,
+            _elements_at(child.type, lay, s),
+            int(out.sum()),
+            m2.present,
+            {"steps": m2.steps},
+        )
     if child.free and only in (None, "local"):
         m3 = Moves((child,), s)
         lay = m3.place(0, grid_layout(part(g, f), f, s), "")
         out = grid_layout(part(range(len(outf)), outf), outf, s)
-        cands["local"] = Cand(out, 0, 0, m3.site_in + nb @ out, _elements_at(child.type, lay, s), int(out.sum()),
-                              m3.present, {"steps": []})
+        cands["local"] = Cand(
+            out,
+            0,
+            0,
+            m3.site_in + nb @ out,
+            _elements_at(child.type, lay, s),
+            int(out.sum()),
+            m3.present,
+            {"steps": []},
+        )
     return cands
 
 
@@ -227,8 +290,11 @@ def concat(node, child, s, only=None) -> dict:
     mv = Moves((child,), s)
     mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
     out = grid_layout(part(range(len(outf)), outf), outf, s)
-    return {"shuffle": Cand(out, mv.moved, mv.paper, mv.site_in + nb @ out, np.zeros(s), int(out.sum()), mv.present,
-                            {"steps": mv.steps})}
+    return {
+        "shuffle": Cand(
+            out, mv.moved, mv.paper, mv.site_in + nb @ out, np.zeros(s), int(out.sum()), mv.present, {"steps": mv.steps}
+        )
+    }
 
 
 def per_tuple(node, child, s, only=None) -> dict:
@@ -261,8 +327,11 @@ def _rows(base, in_frontier, out_type, source):
     if keys:
         src = np.array([source(k) for k in keys]).reshape(len(keys), -1)
         rows = np.ravel_multi_index(src.T, in_frontier) if src.shape[1] else np.zeros(len(keys), np.int64)
-        dst = np.ravel_multi_index(np.array(keys).T, out_type.frontier) if out_type.frontier else \
-            np.zeros(len(keys), np.int64)
+        dst = (
+            np.ravel_multi_index(np.array(keys).T, out_type.frontier)
+            if out_type.frontier
+            else np.zeros(len(keys), np.int64)
+        )
         lay[dst] = base[rows]
     return lay
 

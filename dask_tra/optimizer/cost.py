@@ -14,6 +14,7 @@ strategies' plans; tests reproduce the paper's Table 4 with it.
 at that site + bytes of its output there). Inputs placed on a site count while their
 first consumer runs. It is an estimate: Dask may hold data longer (or spill).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,10 +43,14 @@ class Rates:
 
     def breakdown(self, nbytes, tasks, flops) -> dict:
         busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
-        return {"transfer_s": nbytes / self.bandwidth, "tasks": int(tasks),
-                "scheduling_s": tasks * self.task_overhead, "busiest_site_flops": busiest,
-                "compute_s": busiest / self.flop_rate,
-                "total_s": self.seconds(nbytes, tasks, flops)}
+        return {
+            "transfer_s": nbytes / self.bandwidth,
+            "tasks": int(tasks),
+            "scheduling_s": tasks * self.task_overhead,
+            "busiest_site_flops": busiest,
+            "compute_s": busiest / self.flop_rate,
+            "total_s": self.seconds(nbytes, tasks, flops),
+        }
 
 
 @dataclass(frozen=True)

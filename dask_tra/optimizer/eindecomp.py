@@ -33,6 +33,7 @@ Search algorithms, with ``V_v = viable(v, p)`` (at most ``C(N+D-1, D-1)`` vector
 
 All four return a ``Plan`` costed by the same ``evaluate``, so their totals compare.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -56,9 +57,23 @@ from .eindecomp_graph import (
 from .eindecomp_spec import EinSum, count_viable, expand, viable
 
 __all__ = [
-    "EinGraph", "EinSum", "EinsumVertex", "InputVertex", "Plan", "VertexCost",
-    "brute_force", "cost_agg", "cost_join", "cost_repart", "count_viable", "evaluate",
-    "expand", "greedy", "plan", "sqrt_plan", "viable",
+    "EinGraph",
+    "EinSum",
+    "EinsumVertex",
+    "InputVertex",
+    "Plan",
+    "VertexCost",
+    "brute_force",
+    "cost_agg",
+    "cost_join",
+    "cost_repart",
+    "count_viable",
+    "evaluate",
+    "expand",
+    "greedy",
+    "plan",
+    "sqrt_plan",
+    "viable",
 ]
 
 Partitioning = dict[str, tuple[int, ...]]

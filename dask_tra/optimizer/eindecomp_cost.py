@@ -4,6 +4,7 @@ Every cost is a number of floats moved, assuming the worst case that each input 
 every kernel call must be shipped to the processor that runs it. Block extents are
 ``b / d`` as real numbers, exact when ``d`` divides ``b``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,8 +47,9 @@ def cost_repart(producer: tuple[int, ...], consumer: tuple[int, ...], bounds: tu
     return float(repart_costs([producer], [consumer], bounds)[0, 0])
 
 
-def repart_costs(producers: Sequence[tuple[int, ...]], consumers: Sequence[tuple[int, ...]],
-                 bounds: tuple[int, ...]) -> np.ndarray:
+def repart_costs(
+    producers: Sequence[tuple[int, ...]], consumers: Sequence[tuple[int, ...]], bounds: tuple[int, ...]
+) -> np.ndarray:
     """``cost_repart`` for every pair at once: entry ``[c, p]`` is producers[p] -> consumers[c]."""
     b = np.asarray(bounds, dtype=float)
     block_p = b / np.asarray(producers, dtype=float).reshape(len(producers), len(bounds))

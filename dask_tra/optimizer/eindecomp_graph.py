@@ -7,6 +7,7 @@ An input vertex is *free* (pre-computed offline, placed however its consumers wa
 at no cost: sec. 8.2 sets ``M[v, d] = 0``) or *fixed* to a given partitioning, which
 each consumer then pays to repartition from.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -6,6 +6,7 @@ paper's ``ℓ_X ⊙ ℓ_Y``). For ``"ij,jk->ik"`` that is ``(i, j, k)``, so the 
 ``[2, 4, 4, 1]`` (written over ``ℓ_XY = [i, j, j, k]``) is ``(2, 4, 1)`` here;
 ``expand`` converts to the paper's form. ``d[i]`` is the number of blocks along label i.
 """
+
 from __future__ import annotations
 
 import math

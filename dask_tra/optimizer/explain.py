@@ -1,4 +1,5 @@
 """explain(): the chosen plan, the alternatives with their predicted costs, and measurements."""
+
 from __future__ import annotations
 
 import html
@@ -55,16 +56,20 @@ class Explain:
     breakdown: dict = field(default_factory=dict)  # the time objective's terms (``Rates.breakdown``)
 
     def __str__(self):
-        lines = [f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
-                 + f" (+{fmt_bytes(self.gather_bytes)} to gather the result on compute)"
-                 + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
-                 + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"]
+        lines = [
+            f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
+            + f" (+{fmt_bytes(self.gather_bytes)} to gather the result on compute)"
+            + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
+            + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"
+        ]
         if self.breakdown:
             b = self.breakdown
-            lines.append(f"predicted time {b['total_s']:.3g} s = {b['transfer_s']:.3g} s moving data"
-                         f" + {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
-                         f" + {b['compute_s']:.3g} s computing on the busiest worker"
-                         f" ({b['busiest_site_flops'] / 1e9:.3g} GFLOP)")
+            lines.append(
+                f"predicted time {b['total_s']:.3g} s = {b['transfer_s']:.3g} s moving data"
+                f" + {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
+                f" + {b['compute_s']:.3g} s computing on the busiest worker"
+                f" ({b['busiest_site_flops'] / 1e9:.3g} GFLOP)"
+            )
         for i, op in enumerate(self.operators):
             last = i == len(self.operators) - 1
             lines.append(f"{'└─' if last else '├─'} {op.kind}: {op.strategy}   {op.operator}")
@@ -72,8 +77,12 @@ class Explain:
             if len(op.candidates) > 1:
                 secs = op.candidate_seconds
                 ranked = sorted(op.candidates.items(), key=lambda kv: (secs.get(kv[0], 0), kv[1]))
-                shown = ", ".join(f"{n}={fmt_bytes(b)}" + (f"/{secs[n]:.3g}s" if n in secs else "")
-                                  + (" *" if n == op.strategy else "") for n, b in ranked)
+                shown = ", ".join(
+                    f"{n}={fmt_bytes(b)}"
+                    + (f"/{secs[n]:.3g}s" if n in secs else "")
+                    + (" *" if n == op.strategy else "")
+                    for n, b in ranked
+                )
                 lines.append(f"{pad}   candidates: {shown}")
         if self.ia_plan:
             lines.append("plan steps:")

@@ -3,6 +3,7 @@
 An ``Alt`` is one way to compute a TRA node: an IA sub-plan plus whether it is a free
 input (not yet placed: a strategy may lay it out as it likes at no cost).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -36,8 +37,10 @@ def signature(node: IANode) -> tuple:
 
 def has_placement(node: IANode, placement: Placement) -> bool:
     f, s = node.type.frontier, node.s
-    return all(len({o for _, o in cs}) == 1 and {t for t, _ in cs} == set(placement.sites(k, f, s))
-               for k, cs in node.copies.items())
+    return all(
+        len({o for _, o in cs}) == 1 and {t for t, _ in cs} == set(placement.sites(k, f, s))
+        for k, cs in node.copies.items()
+    )
 
 
 def place(alt: Alt, placement: Placement) -> IANode:
@@ -63,8 +66,7 @@ def align(alt: Alt, target: IANode, target_keys: Sequence[int], alt_keys: Sequen
     want: dict = {}
     for tk, sites in sites_of(target).items():
         want.setdefault(tuple(tk[d] for d in target_keys), set()).update(sites)
-    mapping = {k: tuple(sorted(want.get(tuple(k[d] for d in alt_keys), ()))) or (0,)
-               for k in alt.node.type.iter_keys()}
+    mapping = {k: tuple(sorted(want.get(tuple(k[d] for d in alt_keys), ()))) or (0,) for k in alt.node.type.iter_keys()}
     return place(alt, SiteMap(mapping))
 
 
@@ -80,8 +82,9 @@ def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
     return True
 
 
-def finish_aggregate(child: IANode, group_by: Sequence[int], kernel: Kernel,
-                     two_phase_ok: bool = True) -> tuple[LocalAggregate, str]:
+def finish_aggregate(
+    child: IANode, group_by: Sequence[int], kernel: Kernel, two_phase_ok: bool = True
+) -> tuple[LocalAggregate, str]:
     """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first."""
     if partitioned_by(child, group_by):
         return LocalAggregate(child, group_by, kernel), "local"
@@ -96,5 +99,15 @@ def finish_aggregate(child: IANode, group_by: Sequence[int], kernel: Kernel,
     return LocalAggregate(moved, group_by, kernel), "shuffle"
 
 
-__all__ = ["Alt", "ALL", "place", "broadcast", "align", "partitioned_by", "finish_aggregate",
-           "signature", "sites_of", "has_placement"]
+__all__ = [
+    "Alt",
+    "ALL",
+    "place",
+    "broadcast",
+    "align",
+    "partitioned_by",
+    "finish_aggregate",
+    "signature",
+    "sites_of",
+    "has_placement",
+]

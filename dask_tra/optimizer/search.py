@@ -19,6 +19,7 @@ would like another one pay a move instead of a recomputation).
 Cost: O(nodes × keep² × strategies) candidate costings, each linear in the keys of the
 operator's inputs and outputs (and in grid cells).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -37,8 +38,19 @@ from .strategies import is_contraction
 from .symbolic import View, grid_layout, sitemap_layout
 from ..ia.partitioning import part
 
-PREFERENCE = ("local", "bmm", "cmm", "rmm", "copart", "align-left", "align-right",
-              "bcast-left", "bcast-right", "two-phase", "shuffle")
+PREFERENCE = (
+    "local",
+    "bmm",
+    "cmm",
+    "rmm",
+    "copart",
+    "align-left",
+    "align-right",
+    "bcast-left",
+    "bcast-right",
+    "two-phase",
+    "shuffle",
+)
 
 
 class MemoryLimitError(TRAError):
@@ -119,10 +131,26 @@ def input_alt(node, s, placements) -> Alt:
     f = node.type.frontier
     if node.name in placements:
         mapping = {tuple(k): tuple(v) for k, v in placements[node.name].items()}
-        return Alt(node, "placed", (), None, sitemap_layout(mapping, f, s), placement=mapping,
-                   flops=np.zeros(s), peak=np.zeros(s, np.int64))
-    return Alt(node, "free", (), None, grid_layout(part(range(len(f)), f), f, s), free=True,
-               flops=np.zeros(s), peak=np.zeros(s, np.int64))
+        return Alt(
+            node,
+            "placed",
+            (),
+            None,
+            sitemap_layout(mapping, f, s),
+            placement=mapping,
+            flops=np.zeros(s),
+            peak=np.zeros(s, np.int64),
+        )
+    return Alt(
+        node,
+        "free",
+        (),
+        None,
+        grid_layout(part(range(len(f)), f), f, s),
+        free=True,
+        flops=np.zeros(s),
+        peak=np.zeros(s, np.int64),
+    )
 
 
 def views_of(alts, present=None) -> list:
@@ -154,8 +182,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)]):
         cands = candidates(node, kind, views_of(combo), s)
         if wanted is not None and wanted not in cands:
-            raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; "
-                           f"candidates are {sorted(cands)}")
+            raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; candidates are {sorted(cands)}")
         made = {name: combine(node, name, c, combo, rates) for name, c in cands.items()}
         table = {name: (a.bytes, a.seconds) for name, a in made.items()}
         for name, a in made.items():
@@ -168,9 +195,11 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
             options.append(a)
     if not options:
         need = min(rejected.values())
-        raise MemoryLimitError(f"{node.describe()} ({kind}): no plan fits {memory_limit:,} bytes per site; "
-                               f"the smallest needs {need:,} bytes on its busiest site "
-                               f"(strategies tried: {', '.join(sorted(rejected))})")
+        raise MemoryLimitError(
+            f"{node.describe()} ({kind}): no plan fits {memory_limit:,} bytes per site; "
+            f"the smallest needs {need:,} bytes on its busiest site "
+            f"(strategies tried: {', '.join(sorted(rejected))})"
+        )
     options.sort(key=rank)
     best, seen = [], set()
     for a in options:
@@ -187,8 +216,18 @@ def combine(node, name, cand, combo, rates) -> Alt:
     peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
     nbytes = cand.moved + sum(a.bytes for a in combo)
     tasks = cand.tasks + sum(a.tasks for a in combo)
-    return Alt(node, name, tuple(combo), cand, cand.layout, bytes=nbytes, tasks=tasks, flops=flops, peak=peak,
-               seconds=rates.seconds(nbytes, tasks, flops))
+    return Alt(
+        node,
+        name,
+        tuple(combo),
+        cand,
+        cand.layout,
+        bytes=nbytes,
+        tasks=tasks,
+        flops=flops,
+        peak=peak,
+        seconds=rates.seconds(nbytes, tasks, flops),
+    )
 
 
 def rank(alt):

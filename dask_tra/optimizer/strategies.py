@@ -15,6 +15,7 @@ Other operators: a Join alone can co-partition, broadcast either side, or align 
 to the other's layout; an Aggregate alone is local (R2-4), two-phase (R2-5) or shuffled
 (Table 1); per-tuple operators (ReKey, Filter, Transform, Tile) never move data.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -54,13 +55,11 @@ def _grid_join(join, left: Alt, right: Alt, grid: Grid):
             local = Grid(tuple(pos.index(d) for d in grid.dims), grid.groups)
             sides.append((place(alt, local), pos))
         else:  # replicate into the full output key space, then place by the grid
-            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier)) if alt.free \
-                else alt.node
+            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier)) if alt.free else alt.node
             sides.append((Shuffle(expand(base, pos, out), grid), list(range(len(out)))))
     (lnode, lp), (rnode, rp) = sides
     common = [d for d in lp if d in rp]
-    return LocalJoin(lnode, rnode, [lp.index(d) for d in common], [rp.index(d) for d in common],
-                     join.kernel)
+    return LocalJoin(lnode, rnode, [lp.index(d) for d in common], [rp.index(d) for d in common], join.kernel)
 
 
 def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> dict:
@@ -81,8 +80,9 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
         for side in ("left", "right"):
             if bside not in (None, side):
                 continue
-            other, odims = (right, range(right.node.type.key_arity)) if side == "left" else (
-                left, range(left.node.type.key_arity))
+            other, odims = (
+                (right, range(right.node.type.key_arity)) if side == "left" else (left, range(left.node.type.key_arity))
+            )
             pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
             keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
             onode = place(other, part(keep, other.node.type.frontier))
@@ -113,14 +113,29 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
 def join_alone(join, left: Alt, right: Alt) -> dict:
     lk, rk = join.left_keys, join.right_keys
     cands = {
-        "bcast-left": LocalJoin(broadcast(left), place(right, part(range(right.node.type.key_arity),
-                                                                   right.node.type.frontier)), lk, rk, join.kernel),
-        "bcast-right": LocalJoin(place(left, part(range(left.node.type.key_arity), left.node.type.frontier)),
-                                 broadcast(right), lk, rk, join.kernel),
+        "bcast-left": LocalJoin(
+            broadcast(left),
+            place(right, part(range(right.node.type.key_arity), right.node.type.frontier)),
+            lk,
+            rk,
+            join.kernel,
+        ),
+        "bcast-right": LocalJoin(
+            place(left, part(range(left.node.type.key_arity), left.node.type.frontier)),
+            broadcast(right),
+            lk,
+            rk,
+            join.kernel,
+        ),
     }
     if lk:
-        cands["copart"] = LocalJoin(place(left, part(lk, left.node.type.frontier)),
-                                    place(right, part(rk, right.node.type.frontier)), lk, rk, join.kernel)
+        cands["copart"] = LocalJoin(
+            place(left, part(lk, left.node.type.frontier)),
+            place(right, part(rk, right.node.type.frontier)),
+            lk,
+            rk,
+            join.kernel,
+        )
         if not left.free:
             cands["align-right"] = _align_join(join, left.node, right, lk, rk, "right")
         if not right.free:
@@ -137,16 +152,18 @@ def _align_join(join, fixed, moving: Alt, lk, rk, moving_side):
 
 
 def aggregate_alone(agg, child: Alt) -> dict:
-    node = child.node if not child.free else place(child, part(range(child.node.type.key_arity),
-                                                               child.node.type.frontier))
+    node = (
+        child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
+    )
     cands = {}
     root, how = finish_aggregate(node, agg.group_by, agg.kernel)
     cands[how] = root
     if how == "two-phase":
         cands["shuffle"] = finish_aggregate(node, agg.group_by, agg.kernel, two_phase_ok=False)[0]
     if child.free:
-        cands["local"] = LocalAggregate(place(child, part(agg.group_by, child.node.type.frontier)),
-                                        agg.group_by, agg.kernel)
+        cands["local"] = LocalAggregate(
+            place(child, part(agg.group_by, child.node.type.frontier)), agg.group_by, agg.kernel
+        )
     return cands
 
 
@@ -161,8 +178,9 @@ def concat(node, child: Alt) -> dict:
 
 def per_tuple(node, child: Alt) -> dict:
     """ReKey, Filter, Transform, Tile: run where the tuples are."""
-    base = child.node if not child.free else place(child, part(range(child.node.type.key_arity),
-                                                               child.node.type.frontier))
+    base = (
+        child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
+    )
     if isinstance(node, tra.ReKey):
         return {"local": rekey(base, node.key_fn)}
     if isinstance(node, tra.Filter):

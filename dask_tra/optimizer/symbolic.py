@@ -19,6 +19,7 @@ nothing here enumerates block products. The IA plan of the chosen candidate is b
 once, afterwards (``optimizer.build``), and tests check that its exact costing
 (``cost.evaluate_cost``) equals the bytes predicted here.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,12 +34,12 @@ from ..tra.relation import RelationType
 
 # ---------------------------------------------------------------- per-relation facts
 
+
 def key_elements(t) -> np.ndarray:
     """Elements of the chunk at every key below the frontier (row-major; 0 for holes)."""
     out = t._cache.get("key_elements")
     if out is None:
-        out = t.chunk_elements().ravel().astype(np.int64) if math.prod(t.frontier) else \
-            np.zeros(0, np.int64)
+        out = t.chunk_elements().ravel().astype(np.int64) if math.prod(t.frontier) else np.zeros(0, np.int64)
         if t.keys is not None:
             out = out * key_mask(t)
         out.setflags(write=False)
@@ -66,6 +67,7 @@ def n_keys(t) -> int:
 
 
 # ---------------------------------------------------------------- layouts
+
 
 def onehot(sites: np.ndarray, s: int) -> np.ndarray:
     m = np.zeros((len(sites), s), bool)
@@ -167,6 +169,7 @@ def single(layout) -> bool:
 
 # ---------------------------------------------------------------- inputs and candidates
 
+
 @dataclass
 class View:
     """A planned relation as a consumer sees it: its type, where it canonically is (``layout``),
@@ -201,8 +204,10 @@ class Moves:
         self.views, self.s = views, s
         # one relation read twice (x @ x) is one set of copies, unless it is a free input
         # (each read places its own)
-        self._slot = [next(j for j, w in enumerate(views) if w is v and not v.free) if not v.free else i
-                      for i, v in enumerate(views)]
+        self._slot = [
+            next(j for j, w in enumerate(views) if w is v and not v.free) if not v.free else i
+            for i, v in enumerate(views)
+        ]
         self._present = {j: views[j].present for j in set(self._slot)}
         self.moved = self.paper = 0
         self.site_in = np.zeros(s, np.int64)
@@ -264,6 +269,7 @@ class Moves:
 
 # ---------------------------------------------------------------- per-site compute
 
+
 def _extent_means(t, pos_of_dim, cell_dims, cell_groups, frontier):
     """Per chunk axis of relation ``t`` (key dim d is cell-space dim ``pos_of_dim[d]``): the mean
     extent within each cell, as an array broadcastable over the cell grid (cell_dims order)."""
@@ -295,8 +301,9 @@ def cell_flops(join, cell_dims, cell_groups) -> np.ndarray:
     if not cell_dims:
         cell_dims, cell_groups = [], []
     left = _extent_means(join.left.type, list(range(join.left.type.key_arity)), cell_dims, cell_groups, frontier)
-    right = _extent_means(join.right.type, [join.right_out[d] for d in range(join.right.type.key_arity)],
-                          cell_dims, cell_groups, frontier)
+    right = _extent_means(
+        join.right.type, [join.right_out[d] for d in range(join.right.type.key_arity)], cell_dims, cell_groups, frontier
+    )
     count = np.ones((1,) * len(cell_dims))
     for d, f in enumerate(frontier):
         if d in cell_dims:
@@ -329,6 +336,7 @@ def placing_sites(layout) -> np.ndarray:
 
 # ---------------------------------------------------------------- aggregations
 
+
 def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     """ΣL after products/tuples sit per ``partial`` (a layout over the output keys: where each
     group has a partial result). Returns (out layout, moved, paper, tasks, how)."""
@@ -343,6 +351,23 @@ def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     return home, moved, paper, tasks + int((counts > 1).sum()), "two-phase"
 
 
-__all__ = ["View", "Cand", "Moves", "key_bytes", "key_elements", "grid_layout", "grid_need", "gather",
-           "reduce_to", "all_layout", "sitemap_layout", "cell_flops", "finish", "single", "site_sum",
-           "placing_sites", "onehot", "grid_sites"]
+__all__ = [
+    "View",
+    "Cand",
+    "Moves",
+    "key_bytes",
+    "key_elements",
+    "grid_layout",
+    "grid_need",
+    "gather",
+    "reduce_to",
+    "all_layout",
+    "sitemap_layout",
+    "cell_flops",
+    "finish",
+    "single",
+    "site_sum",
+    "placing_sites",
+    "onehot",
+    "grid_sites",
+]

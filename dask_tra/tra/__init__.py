@@ -2,6 +2,7 @@
 
 This layer knows nothing of Dask or of sites.
 """
+
 from .errors import ChunkShapeError, IntegrityError, KernelError, TRAError
 from .relation import ChunkAxis, RelationType
 from .kernels import Kernel, Elementwise, Einsum, Reduce, Custom

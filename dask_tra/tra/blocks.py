@@ -1,4 +1,5 @@
 """Between whole arrays and array relations ({key: chunk} with key dim i counting blocks on axis i)."""
+
 from __future__ import annotations
 
 import itertools

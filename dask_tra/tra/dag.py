@@ -5,6 +5,7 @@ chain of thousands of operators) never hit Python's recursion limit, and a DAG w
 nodes are reused (iterative code: ``w = w - lr * grad(w)``) costs its size, not the size
 of the tree it unfolds to.
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -4,6 +4,7 @@ It is the test oracle for every layer above: simple, direct, and strict. It chec
 every input chunk against its metadata and every kernel output against the shape
 the type predicts, and wraps kernel failures with the operator and key.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -32,13 +33,16 @@ def check_relation(rel: Mapping[tuple[int, ...], Any], type_: RelationType, who:
     got = set(rel)
     if got != expected:
         extra, missing = sorted(got - expected)[:3], sorted(expected - got)[:3]
-        raise ChunkShapeError(f"{who}: keys do not match the metadata (unexpected "
-                              f"{[fmt_key(k) for k in extra]}, missing {[fmt_key(k) for k in missing]})")
+        raise ChunkShapeError(
+            f"{who}: keys do not match the metadata (unexpected "
+            f"{[fmt_key(k) for k in extra]}, missing {[fmt_key(k) for k in missing]})"
+        )
     for k, chunk in rel.items():
         want = type_.chunk_shape(k)
         if tuple(chunk.shape) != want:
-            raise ChunkShapeError(f"{who}: chunk at key {fmt_key(k)} has shape {tuple(chunk.shape)}, "
-                                  f"metadata says {want}")
+            raise ChunkShapeError(
+                f"{who}: chunk at key {fmt_key(k)} has shape {tuple(chunk.shape)}, metadata says {want}"
+            )
 
 
 def apply_kernel(node: Any, kernel: Kernel, chunks: Sequence[Any], key: tuple[int, ...]) -> Any:
@@ -46,12 +50,15 @@ def apply_kernel(node: Any, kernel: Kernel, chunks: Sequence[Any], key: tuple[in
     try:
         out = kernel(*chunks)
     except Exception as e:
-        raise KernelError(f"{node.describe()}: kernel {kernel.name} raised "
-                          f"{type(e).__name__}: {e} at key {fmt_key(key)}") from e
+        raise KernelError(
+            f"{node.describe()}: kernel {kernel.name} raised {type(e).__name__}: {e} at key {fmt_key(key)}"
+        ) from e
     want = node.type.chunk_shape(key)
     if tuple(out.shape) != want:
-        raise ChunkShapeError(f"{node.describe()}: kernel {kernel.name} returned shape "
-                              f"{tuple(out.shape)} at key {fmt_key(key)}, metadata says {want}")
+        raise ChunkShapeError(
+            f"{node.describe()}: kernel {kernel.name} returned shape "
+            f"{tuple(out.shape)} at key {fmt_key(key)}, metadata says {want}"
+        )
     return out
 
 
@@ -111,10 +118,17 @@ def _tile(node: Tile, rel):
 def _concat(node: Concat, rel):
     groups = defaultdict(list)
     for k in sorted(rel, key=lambda k: k[node.key_dim]):
-        groups[k[:node.key_dim] + k[node.key_dim + 1:]].append(rel[k])
+        groups[k[: node.key_dim] + k[node.key_dim + 1 :]].append(rel[k])
     return {g: namespace(*cs).concat(cs, axis=node.array_dim) for g, cs in groups.items()}
 
 
 # the apply function of each operator: (node, *child relations) -> relation
-_EVAL: dict[type, Callable[..., Rel]] = {Join: _join, Aggregate: _aggregate, ReKey: _rekey, Filter: _filter,
-                                         Transform: _transform, Tile: _tile, Concat: _concat}
+_EVAL: dict[type, Callable[..., Rel]] = {
+    Join: _join,
+    Aggregate: _aggregate,
+    ReKey: _rekey,
+    Filter: _filter,
+    Transform: _transform,
+    Tile: _tile,
+    Concat: _concat,
+}

@@ -4,6 +4,7 @@ Each node computes its output ``RelationType`` when it is built, so ill-formed
 expressions fail at call time with an error naming the operator. Nodes compare
 by identity: reusing one node object is how a DAG shares a sub-expression.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -76,8 +77,7 @@ class Join(Expr):
     Output key: all left key dims, then the right key dims not in joinKeysR.
     """
 
-    def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int],
-                 kernel: Kernel):
+    def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel):
         self.children = (left, right)
         self.left, self.right, self.kernel = left, right, kernel
         who = f"Join({list(left_keys)},{list(right_keys)},{getattr(kernel, 'name', kernel)})"
@@ -91,8 +91,10 @@ class Join(Expr):
         fl, fr = left.type.frontier, right.type.frontier
         for a, b in zip(self.left_keys, self.right_keys):
             if fl[a] != fr[b]:
-                self._fail(TRAError, f"join key extents disagree: left key dim {a} has {fl[a]} "
-                                     f"blocks, right key dim {b} has {fr[b]}")
+                self._fail(
+                    TRAError,
+                    f"join key extents disagree: left key dim {a} has {fl[a]} blocks, right key dim {b} has {fr[b]}",
+                )
         kl = left.type.key_arity
         self.right_out: dict[int, int] = {}  # right key dim -> output key dim
         rest = [d for d in range(right.type.key_arity) if d not in self.right_keys]
@@ -107,8 +109,12 @@ class Join(Expr):
             axes = kernel.out_axes(frontier, laxes, raxes)
         except ChunkShapeError as e:
             self._fail(ChunkShapeError, str(e))
-        self.type = RelationType(frontier, axes, kernel.out_dtype(left.type.dtype, right.type.dtype),
-                                 kernel.out_backend(left.type.backend, right.type.backend))
+        self.type = RelationType(
+            frontier,
+            axes,
+            kernel.out_dtype(left.type.dtype, right.type.dtype),
+            kernel.out_backend(left.type.backend, right.type.backend),
+        )
 
     def out_key(self, lkey: tuple[int, ...], rkey: tuple[int, ...]) -> tuple[int, ...]:
         rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
@@ -137,8 +143,11 @@ class Aggregate(Expr):
             if dropped:
                 ax = ax.simplified()
                 if any(d not in mapping for d in ax.key_dims):
-                    self._fail(ChunkShapeError, f"chunks folded together differ in extent along "
-                                                f"chunk axis {i} (it varies with key dim {dropped[0]})")
+                    self._fail(
+                        ChunkShapeError,
+                        f"chunks folded together differ in extent along "
+                        f"chunk axis {i} (it varies with key dim {dropped[0]})",
+                    )
             axes_list.append(ax.relabel(mapping))
         axes = tuple(axes_list)
         try:
@@ -166,8 +175,10 @@ class ReKey(Expr):
             if any(v < 0 for v in nk):
                 self._fail(IntegrityError, f"key {fmt_key(k)} maps to negative key {fmt_key(nk)}")
             if nk in mapped:
-                self._fail(IntegrityError, f"keys {fmt_key(mapped[nk])} and {fmt_key(k)} both map "
-                                           f"to {fmt_key(nk)} (key uniqueness)")
+                self._fail(
+                    IntegrityError,
+                    f"keys {fmt_key(mapped[nk])} and {fmt_key(k)} both map to {fmt_key(nk)} (key uniqueness)",
+                )
             mapped[nk] = k
         self.source = mapped  # output key -> input key
         arities = {len(k) for k in mapped}
@@ -176,10 +187,8 @@ class ReKey(Expr):
         arity = arities.pop() if arities else t.key_arity
         frontier = tuple(1 + max(k[d] for k in mapped) for d in range(arity)) if mapped else (0,) * arity
         dense = len(mapped) == math.prod(frontier)
-        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in mapped.items()}, frontier)
-                     for ax in t.axes)
-        self.type = RelationType(frontier, axes, t.dtype, t.backend,
-                                 None if dense else frozenset(mapped))
+        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in mapped.items()}, frontier) for ax in t.axes)
+        self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
 
     def describe(self) -> str:
         return f"ReKey({self.key_fn})"
@@ -215,8 +224,7 @@ class Transform(Expr):
             axes = tuple(kernel.out_axes(t.frontier, t.axes))
         except ChunkShapeError as e:
             self._fail(ChunkShapeError, str(e))
-        self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend),
-                                 t.keys)
+        self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend), t.keys)
 
     def describe(self) -> str:
         return f"Transform({self.kernel.name})"
@@ -238,14 +246,17 @@ class Tile(Expr):
         counts = -(-ax.sizes // self.tile_size)
         if counts.size and (counts != counts.flat[0]).any():
             bad = np.unravel_index(int(np.argmax(counts != counts.flat[0])), counts.shape)
-            self._fail(IntegrityError, f"chunks split into different numbers of tiles "
-                                       f"({int(counts.flat[0])} vs {int(counts[bad])}), leaving holes")
+            self._fail(
+                IntegrityError,
+                f"chunks split into different numbers of tiles "
+                f"({int(counts.flat[0])} vs {int(counts[bad])}), leaving holes",
+            )
         n = int(counts.flat[0]) if counts.size else 0
         k = t.key_arity
         tiles = np.arange(n).reshape((1,) * ax.sizes.ndim + (n,))
         sizes = np.clip(ax.sizes[..., None] - tiles * self.tile_size, 0, self.tile_size)
         new_axis = ChunkAxis(ax.key_dims + (k,), sizes).simplified()
-        axes = t.axes[:self.tile_dim] + (new_axis,) + t.axes[self.tile_dim + 1:]
+        axes = t.axes[: self.tile_dim] + (new_axis,) + t.axes[self.tile_dim + 1 :]
         self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend)
 
     def describe(self) -> str:
@@ -278,8 +289,7 @@ class Concat(Expr):
                 continue
             s = ax.simplified()
             if kd in s.key_dims:
-                self._fail(ChunkShapeError, f"chunks concatenated together differ in extent "
-                                            f"along chunk axis {i}")
+                self._fail(ChunkShapeError, f"chunks concatenated together differ in extent along chunk axis {i}")
             axes.append(s.relabel(mapping))
         frontier = tuple(f for d, f in enumerate(t.frontier) if d != kd)
         self.type = RelationType(frontier, tuple(axes), t.dtype, t.backend)

@@ -15,6 +15,7 @@ Kernels are data: module-level classes whose fields (operation, constants, axes)
 they compute. They pickle with the standard ``pickle`` and compare equal by value; a kernel
 that needs a function holds a module-level one, with its constants bound by ``Bound``.
 """
+
 from __future__ import annotations
 
 import math
@@ -167,8 +168,7 @@ class Elementwise(Kernel):
     ``fn`` receives the chunks and their namespace ``xp``; ``op_name`` names it.
     """
 
-    def __init__(self, op_name, fn, arity, *, associative=False, commutative=False,
-                 distributes_over=(), dtype=None):
+    def __init__(self, op_name, fn, arity, *, associative=False, commutative=False, distributes_over=(), dtype=None):
         self.name = op_name
         self.fn = fn
         self.arity = arity
@@ -236,8 +236,7 @@ def _same(xp, a):
 
 add = Elementwise("add", _add, 2, associative=True, commutative=True, distributes_over={"maximum", "minimum"})
 sub = Elementwise("subtract", _subtract, 2)
-mul = Elementwise("multiply", _multiply, 2, associative=True, commutative=True,
-                  distributes_over={"add", "subtract"})
+mul = Elementwise("multiply", _multiply, 2, associative=True, commutative=True, distributes_over={"add", "subtract"})
 maximum = Elementwise("maximum", _maximum, 2, associative=True, commutative=True, distributes_over={"minimum"})
 minimum = Elementwise("minimum", _minimum, 2, associative=True, commutative=True, distributes_over={"maximum"})
 fmax = Elementwise("fmax", _fmax, 2, associative=True, commutative=True)
@@ -256,8 +255,7 @@ class Einsum(Kernel):
     give EinDecomp's extended einsum, e.g. squared difference with sum.
     """
 
-    def __init__(self, subscripts: str, combine: Elementwise | None = None,
-                 aggregate: Elementwise | None = None):
+    def __init__(self, subscripts: str, combine: Elementwise | None = None, aggregate: Elementwise | None = None):
         ins, _, out = subscripts.replace(" ", "").partition("->")
         self.inputs = tuple(ins.split(","))
         self.output = out
@@ -273,8 +271,11 @@ class Einsum(Kernel):
         custom = combine is not None or aggregate is not None
         self.plain = not custom  # decided here: identity checks do not survive pickling
         self.is_matmul = self.subscripts == "ik,kj->ij" and not custom
-        self.name = "matmul" if self.is_matmul else (
-            f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
+        self.name = (
+            "matmul"
+            if self.is_matmul
+            else (f"einsum[{self.subscripts}]" + (f"({combine},{self.aggregate})" if custom else ""))
+        )
         # the kernel folds its summed letters with ``aggregate``; folding partial results
         # (across blocks) with the same associative aggregate is exact
         self.distributes_over = frozenset({self.aggregate.name})
@@ -316,8 +317,9 @@ class Einsum(Kernel):
             if len(labels) != len(axes):
                 raise ChunkShapeError(f"{self.name}: chunk of rank {len(axes)} for subscripts {labels!r}")
             for l, ax in zip(labels, axes):
-                by_label[l] = ax if l not in by_label else unify_axes(
-                    by_label[l], ax, frontier, f"{self.name} (index {l!r})")
+                by_label[l] = (
+                    ax if l not in by_label else unify_axes(by_label[l], ax, frontier, f"{self.name} (index {l!r})")
+                )
         return tuple(by_label[l] for l in self.output)
 
     def flops(self, *shapes):
@@ -373,15 +375,21 @@ class Reduce(Kernel):
     def out_axes(self, frontier, axes):
         if any(a >= len(axes) for a in self.axes):
             raise ChunkShapeError(f"{self.name}: chunk has rank {len(axes)}")
-        return tuple(ChunkAxis.const(1) if i in self.axes else ax
-                     for i, ax in enumerate(axes) if self.keepdims or i not in self.axes)
+        return tuple(
+            ChunkAxis.const(1) if i in self.axes else ax
+            for i, ax in enumerate(axes)
+            if self.keepdims or i not in self.axes
+        )
 
     def out_dtype(self, dtype):
         return np.sum(np.zeros(1, dtype)).dtype if self.op in ("sum", "prod") else np.dtype(dtype)
 
     def __eq__(self, other):
         return isinstance(other, Reduce) and (other.op, other.axes, other.keepdims) == (
-            self.op, self.axes, self.keepdims)
+            self.op,
+            self.axes,
+            self.keepdims,
+        )
 
     def __hash__(self):
         return hash(("reduce", self.op, self.axes, self.keepdims))
@@ -419,7 +427,28 @@ def diag_kernel():
     return Custom("diag", _diag)
 
 
-__all__ = ["Kernel", "Elementwise", "Einsum", "Reduce", "Custom", "Bound", "frozen", "first_axes",
-           "second_axes", "with_axis", "kernel_axes", "add", "sub", "mul", "maximum", "minimum", "fmax", "fmin",
-           "identity",
-           "matmul", "AGGREGATORS", "namespace", "diag_kernel"]
+__all__ = [
+    "Kernel",
+    "Elementwise",
+    "Einsum",
+    "Reduce",
+    "Custom",
+    "Bound",
+    "frozen",
+    "first_axes",
+    "second_axes",
+    "with_axis",
+    "kernel_axes",
+    "add",
+    "sub",
+    "mul",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "identity",
+    "matmul",
+    "AGGREGATORS",
+    "namespace",
+    "diag_kernel",
+]

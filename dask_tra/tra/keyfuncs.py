@@ -5,6 +5,7 @@ key map that only selects/permutes dims, or a predicate that reads only some dim
 functions inside are module-level (with constants bound by ``Bound``: dim lists, lookup
 tables), so key maps and predicates pickle and compare by value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,7 @@ class KeyMap:
     @classmethod
     def compose(cls, outer: "KeyMap", inner: "KeyMap") -> "KeyMap":
         """``key -> outer(inner(key))``; a selection when both are."""
-        select = (None if outer.select is None or inner.select is None
-                  else tuple(inner.select[d] for d in outer.select))
+        select = None if outer.select is None or inner.select is None else tuple(inner.select[d] for d in outer.select)
         return cls(Bound(composed, outer, inner), f"{outer}∘{inner}", select)
 
     def __str__(self):
@@ -75,6 +75,7 @@ class KeyPred:
 
 # ---------------------------------------------------------------- the functions inside
 
+
 def select_dims(dims, key):
     """``key[dims]``; a None dim gives 0 (a new dim of extent 1)."""
     return tuple(0 if d is None else key[d] for d in dims)
@@ -87,7 +88,7 @@ def lookup(table, key):
 
 def replace_dim(axis, table, key):
     """``key`` with dim ``axis`` replaced by ``table[key[axis]]``."""
-    return key[:axis] + (table[key[axis]],) + key[axis + 1:]
+    return key[:axis] + (table[key[axis]],) + key[axis + 1 :]
 
 
 def composed(outer, inner, key):

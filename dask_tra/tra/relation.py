@@ -6,6 +6,7 @@ below it), and for every chunk axis how long it is at each key. Ragged chunks (a
 in dask) make an axis' extent depend on key dims; a ``ChunkAxis`` stores those
 extents as a small integer array indexed by the key dims it depends on.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -98,8 +99,9 @@ class ChunkAxis:
         return ChunkAxis(self.key_dims, self.sizes[idx])
 
     def __eq__(self, other):
-        return (isinstance(other, ChunkAxis) and self.key_dims == other.key_dims
-                and np.array_equal(self.sizes, other.sizes))
+        return (
+            isinstance(other, ChunkAxis) and self.key_dims == other.key_dims and np.array_equal(self.sizes, other.sizes)
+        )
 
     def __hash__(self):
         return hash((self.key_dims, self.sizes.tobytes()))
@@ -118,8 +120,7 @@ def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier: Sequence[int], what: str) -
     bad = np.argwhere(da != db)
     if len(bad):
         k = tuple(bad[0])
-        raise ChunkShapeError(
-            f"{what}: chunk extents disagree at key {fmt_key(k)} ({int(da[k])} vs {int(db[k])})")
+        raise ChunkShapeError(f"{what}: chunk extents disagree at key {fmt_key(k)} ({int(da[k])} vs {int(db[k])})")
     return a if len(a.key_dims) <= len(b.key_dims) else b
 
 
@@ -176,8 +177,9 @@ class RelationType:
     def from_chunks(cls, chunks, dtype, backend="numpy") -> "RelationType":
         """The type of an array blocked dask-style: key dim i counts blocks along axis i."""
         chunks = tuple(tuple(int(c) for c in cs) for cs in chunks)
-        return cls(tuple(len(c) for c in chunks),
-                   tuple(ChunkAxis.along(i, c) for i, c in enumerate(chunks)), dtype, backend)
+        return cls(
+            tuple(len(c) for c in chunks), tuple(ChunkAxis.along(i, c) for i, c in enumerate(chunks)), dtype, backend
+        )
 
     @property
     def key_arity(self) -> int:
@@ -242,22 +244,25 @@ class RelationType:
         """Raise IntegrityError naming both operators if the relation has holes."""
         if self.keys is None:
             return
-        missing = [k for k in itertools.product(*(range(f) for f in self.frontier))
-                   if k not in self.keys][:5]
+        missing = [k for k in itertools.product(*(range(f) for f in self.frontier)) if k not in self.keys][:5]
         raise IntegrityError(
             f"{consumer}: its input from {producer} breaks continuity: keys "
-            f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}")
+            f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}"
+        )
 
     def with_(self, **changes: Any) -> "RelationType":
-        kw: dict[str, Any] = dict(frontier=self.frontier, axes=self.axes, dtype=self.dtype,
-                  backend=self.backend, keys=self.keys)
+        kw: dict[str, Any] = dict(
+            frontier=self.frontier, axes=self.axes, dtype=self.dtype, backend=self.backend, keys=self.keys
+        )
         kw.update(changes)
         return RelationType(**kw)
 
     def __repr__(self):
         keys = "" if self.keys is None else f", {len(self.keys)} keys"
-        return (f"RelationType(frontier={self.frontier}, chunk_rank={self.rank}, "
-                f"dtype={self.dtype}, backend={self.backend}{keys})")
+        return (
+            f"RelationType(frontier={self.frontier}, chunk_rank={self.rank}, "
+            f"dtype={self.dtype}, backend={self.backend}{keys})"
+        )
 
 
 def _grid_product_sum(axes, frontier) -> int:

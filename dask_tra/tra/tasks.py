@@ -1,5 +1,6 @@
 """What a source's task can be besides a computation: a chunk given as data, and the one
 identity function (copies, keeps and data tasks all use it)."""
+
 from __future__ import annotations
 
 

@@ -7,6 +7,7 @@ functions, NumPy's ``linalg`` and the Array API ``linalg`` extension).
 - norms, ``det``, ``eigh``, ``trace``, ``diagonal``, ``lstsq``, ... (``norms.py``), with
   stacks of small matrices through NumPy's batched linalg per chunk (``batched.py``).
 """
+
 from ..contractions import matmul, outer, tensordot, vecdot
 from ..structure import matrix_transpose
 from . import blocked as _blocked
@@ -16,5 +17,9 @@ from .blocked import *
 from .norms import *
 from .qr import *
 
-__all__ = (list(_qr_module.__all__) + list(_blocked.__all__) + list(_norms.__all__)
-           + ["matmul", "outer", "tensordot", "vecdot", "matrix_transpose"])
+__all__ = (
+    list(_qr_module.__all__)
+    + list(_blocked.__all__)
+    + list(_norms.__all__)
+    + ["matmul", "outer", "tensordot", "vecdot", "matrix_transpose"]
+)

@@ -7,6 +7,7 @@ factorization with several outputs runs once per output used (``Transform(svd.U)
 ``Transform(svd.S)``): these are for small matrices; large 2-d ones go through the blocked
 algorithms (TSQR, blocked Cholesky and LU).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,12 +20,20 @@ from .qr import rechunked
 
 # op -> (output core shapes as functions of (m, n), output dtype kind: "f" float, "r" real, "i" int)
 _SHAPES = {
-    "det": ([()], "f"), "slogdet": ([(), ()], "fr"), "inv": ([("m", "m")], "f"),
-    "cholesky": ([("m", "m")], "f"), "eigh": ([("m",), ("m", "m")], "rf"), "eigvalsh": ([("m",)], "r"),
-    "svd": ([("m", "m"), ("k",), ("n", "n")], "frf"), "svd_reduced": ([("m", "k"), ("k",), ("k", "n")], "frf"),
-    "svdvals": ([("k",)], "r"), "qr": ([("m", "k"), ("k", "n")], "ff"),
-    "qr_complete": ([("m", "m"), ("m", "n")], "ff"), "pinv": ([("n", "m")], "f"),
-    "matrix_rank": ([()], "i"), "matrix_power": ([("m", "m")], "="),
+    "det": ([()], "f"),
+    "slogdet": ([(), ()], "fr"),
+    "inv": ([("m", "m")], "f"),
+    "cholesky": ([("m", "m")], "f"),
+    "eigh": ([("m",), ("m", "m")], "rf"),
+    "eigvalsh": ([("m",)], "r"),
+    "svd": ([("m", "m"), ("k",), ("n", "n")], "frf"),
+    "svd_reduced": ([("m", "k"), ("k",), ("k", "n")], "frf"),
+    "svdvals": ([("k",)], "r"),
+    "qr": ([("m", "k"), ("k", "n")], "ff"),
+    "qr_complete": ([("m", "m"), ("m", "n")], "ff"),
+    "pinv": ([("n", "m")], "f"),
+    "matrix_rank": ([()], "i"),
+    "matrix_power": ([("m", "m")], "="),
 }
 
 
@@ -127,6 +136,7 @@ class BatchedSolve(_Host):
 def batched_solve(a, b):
     """``x`` with ``a x = b`` for stacks (the Array API's ``linalg.solve``: b a vector when 1-d)."""
     from ..manipulation import broadcast_to
+
     a, b = asarray(a), asarray(b)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"solve: x1 must be a stack of square matrices, got shape {a.shape}")

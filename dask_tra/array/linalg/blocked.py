@@ -17,6 +17,7 @@ zero-fills the emptied blocks, and the block columns are concatenated (``stackin
 (``P A = L U`` with a block-diagonal P). ``solve_triangular`` is blocked forward (backward)
 substitution, one block row at a time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -75,6 +76,7 @@ def _assemble(columns, chunks, axis):
     """A matrix from block columns (``axis=1``) or block rows (``axis=0``) whose blocks before
     the diagonal are empty: zero-fill them, concatenate."""
     from ..stacking import concatenate
+
     full = []
     for j, c in enumerate(columns):
         keep = [i >= j for i in range(len(chunks))]
@@ -85,6 +87,7 @@ def _assemble(columns, chunks, axis):
 def cholesky(a, lower=False):
     """Blocked Cholesky factor of a Hermitian positive-definite matrix (upper unless ``lower``)."""
     from ..manipulation import tril
+
     a = square(a, "cholesky")
     L = tril(_cholesky_lower(a))
     return L if lower else L.conj().T
@@ -100,11 +103,11 @@ def _cholesky_panels(a):
     o = offsets(a.chunks[0])
     panels = []
     for j in range(a.numblocks[0]):
-        s = from_diagonal(a[:, o[j]:o[j + 1]], j)
+        s = from_diagonal(a[:, o[j] : o[j + 1]], j)
         for k, pk in enumerate(panels):
-            head = pk[o[j] - o[k]:o[j + 1] - o[k]]
+            head = pk[o[j] - o[k] : o[j + 1] - o[k]]
             s = s - from_diagonal(pk, j) @ head.conj().T
-        ljj = transform(s[:o[j + 1] - o[j]], Cholesky(a.dtype))
+        ljj = transform(s[: o[j + 1] - o[j]], Cholesky(a.dtype))
         panels.append(_join_single(s, ljj, 1, TrsmRight(s.dtype)))
     return panels
 
@@ -122,9 +125,9 @@ def _lu_panels(a):
         row = place(a[rows, :], 1, right, [0] * p)
         for k in range(j):
             lk, uk = lcols[k], urows[k]
-            col = col - from_diagonal(lk, j) @ uk[:, o[j] - o[k]:o[j + 1] - o[k]]
-            row = row - lk[o[j] - o[k]:o[j + 1] - o[k]] @ place(uk, 1, right, [0] * p)
-        pack = transform(col[:o[j + 1] - o[j]], LUPack(a.dtype))
+            col = col - from_diagonal(lk, j) @ uk[:, o[j] - o[k] : o[j + 1] - o[k]]
+            row = row - lk[o[j] - o[k] : o[j + 1] - o[k]] @ place(uk, 1, right, [0] * p)
+        pack = transform(col[: o[j + 1] - o[j]], LUPack(a.dtype))
         packs.append(pack)
         lcols.append(_join_single(col, pack, 1, LUApply(a.dtype, "right")))
         urows.append(_join_single(row, pack, 0, LUApply(a.dtype, "left")))
@@ -134,11 +137,13 @@ def _lu_panels(a):
 def lu(a):
     """Blocked LU ``a = p @ l @ u`` (dask's: partial pivoting inside diagonal blocks)."""
     from ..manipulation import tril, triu
+
     a = square(a, "lu")
     chunks = a.chunks[0]
     packs, lcols, urows = _lu_panels(a)
-    perm = _assemble([from_block(transform(pk, _part(0, chunks[j])), 0, j, chunks)
-                      for j, pk in enumerate(packs)], chunks, 1)
+    perm = _assemble(
+        [from_block(transform(pk, _part(0, chunks[j])), 0, j, chunks) for j, pk in enumerate(packs)], chunks, 1
+    )
     lower = tril(_permute_rows(perm, _assemble(lcols, chunks, 1)))
     return perm, lower, triu(_assemble(urows, chunks, 0))
 
@@ -163,6 +168,7 @@ def _permute_rows(perm, x):
 def _rhs(b, a, who):
     """``b`` as a matrix of a's dtype family, rows chunked like a's, and whether it was a vector."""
     from ..structure import reshape
+
     b = asarray(b)
     if b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise ValueError(f"{who}: b of shape {b.shape} does not match a of shape {a.shape}")
@@ -176,10 +182,11 @@ def _substitute(b, chunks, order, block, diagonal):
     """Blocked substitution: x_i = diagonal(i, b_i - sum over earlier k of block(i, k) @ x_k),
     block rows taken in ``order``; the x_i concatenated back."""
     from ..stacking import concatenate
+
     o = offsets(chunks)
     xs = {}
     for i in order:
-        rhs = b[o[i]:o[i + 1]]
+        rhs = b[o[i] : o[i + 1]]
         for k, xk in xs.items():
             rhs = rhs - block(i, k) @ xk
         xs[i] = diagonal(i, rhs)
@@ -198,10 +205,11 @@ def solve_triangular(a, b, lower=False):
     o, p = offsets(a.chunks[0]), a.numblocks[0]
 
     def block(i, k):
-        return a[o[i]:o[i + 1], o[k]:o[k + 1]]
+        return a[o[i] : o[i + 1], o[k] : o[k + 1]]
 
     def diagonal(i, rhs):
         return _join_single(rhs, block(i, i), 0, TrsmLeft(dt, lower))
+
     order = range(p) if lower else range(p - 1, -1, -1)
     return _vector(_substitute(b, a.chunks[0], order, block, diagonal), vector)
 
@@ -222,7 +230,7 @@ def solve(a, b, sym_pos=None, assume_a="gen"):
         panels = _cholesky_panels(a)
 
         def lower(i, k):
-            return panels[k][o[i] - o[k]:o[i + 1] - o[k]]
+            return panels[k][o[i] - o[k] : o[i + 1] - o[k]]
 
         def forward(i, rhs):
             return _join_single(rhs, lower(i, i), 0, TrsmLeft(dt, True))
@@ -232,21 +240,23 @@ def solve(a, b, sym_pos=None, assume_a="gen"):
 
         def upper(i, k):
             return lower(k, i).conj().T
+
         y = _substitute(b, chunks, range(p), lower, forward)
         return _vector(_substitute(y, chunks, range(p - 1, -1, -1), upper, backward), vector)
     packs, lcols, urows = _lu_panels(a)
 
     def pl(i, k):
-        return lcols[k][o[i] - o[k]:o[i + 1] - o[k]]
+        return lcols[k][o[i] - o[k] : o[i + 1] - o[k]]
 
     def upper(i, k):
-        return urows[i][:, o[k] - o[i]:o[k + 1] - o[i]]
+        return urows[i][:, o[k] - o[i] : o[k + 1] - o[i]]
 
     def forward(i, rhs):
         return _join_single(rhs, packs[i], 0, LUApply(dt, "left"))
 
     def backward(i, rhs):
         return _join_single(rhs, upper(i, i), 0, TrsmLeft(dt, False))
+
     y = _substitute(b, chunks, range(p), pl, forward)
     return _vector(_substitute(y, chunks, range(p - 1, -1, -1), upper, backward), vector)
 
@@ -254,6 +264,7 @@ def solve(a, b, sym_pos=None, assume_a="gen"):
 def inv(a):
     """The inverse by ``solve(a, I)``."""
     from ..creation import eye
+
     a = square(a, "inv")
     return solve(a, eye(a.shape[0], chunks=a.chunks, dtype=a.dtype))
 

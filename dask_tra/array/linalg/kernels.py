@@ -8,6 +8,7 @@ several outputs returns them *packed* in one chunk, stacked along axis 0 (``[Q; 
 Kernels run NumPy (and SciPy's triangular solves when SciPy is there) on the host; chunks of
 another library go to the host and come back in their library.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -128,7 +129,7 @@ class Rows(FieldsKernel):
         self.name = part or f"rows[{start}:{'' if stop is None else stop}]"
 
     def __call__(self, chunk):
-        return chunk[self.start:self.stop]
+        return chunk[self.start : self.stop]
 
     def out_axes(self, frontier, axes):
         sizes = axes[0].sizes
@@ -258,8 +259,8 @@ def _lu_numpy(a):
             a[[i, p]] = a[[p, i]]
             perm[[i, p]] = perm[[p, i]]
         if a[i, i] != 0:
-            a[i + 1:, i] /= a[i, i]
-            a[i + 1:, i + 1:] -= np.outer(a[i + 1:, i], a[i, i + 1:])
+            a[i + 1 :, i] /= a[i, i]
+            a[i + 1 :, i + 1 :] -= np.outer(a[i + 1 :, i], a[i, i + 1 :])
     return a, perm
 
 
@@ -327,7 +328,7 @@ class LUApply(_Host):
 
     def compute(self, b, pack):
         n = pack.shape[1]
-        p, lower, upper = pack[:n], pack[n:2 * n], pack[2 * n:]
+        p, lower, upper = pack[:n], pack[n : 2 * n], pack[2 * n :]
         if self.side == "left":
             return solve_tri(lower, p.T @ b, lower=True)
         return solve_tri(upper.T, b.T, lower=True).T

@@ -6,6 +6,7 @@ spectral and nuclear norms need singular values: TSQR's for a 2-d matrix, NumPy'
 matrices whole in one chunk (``batched``); ``lstsq`` is dask's: TSQR, then a triangular
 solve, with the rank and singular values of R.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -25,6 +26,7 @@ def _real_float(x):
 
 def _abs(x):
     from ..elementwise import absolute
+
     return absolute(x)
 
 
@@ -34,6 +36,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     from ..reductions import max as max_
     from ..reductions import min as min_
     from ..reductions import sum as sum_
+
     x = _real_float(x)
     axes = axes_of(axis, x.ndim)
     a = _abs(x)
@@ -48,7 +51,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     elif ord == 2:
         out = sum_(a * a, axis=axes, keepdims=keepdims) ** 0.5
     else:
-        out = sum_(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+        out = sum_(a**ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
     return out.astype(a.dtype) if out.dtype != a.dtype else out
 
 
@@ -57,6 +60,7 @@ def svdvals(x, /):
     x = _real_float(x)
     if x.ndim == 2 and min(x.shape):
         from .qr import svd
+
         return svd(x, coerce_signs=False)[1]
     return batched("svdvals", x)
 
@@ -71,6 +75,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     from ..reductions import min as min_
     from ..reductions import sum as sum_
     from ..structure import expand_dims, moveaxis
+
     r, c = axes
     if ord in ("fro", None):
         return vector_norm(x, axis=axes, keepdims=keepdims)
@@ -136,6 +141,7 @@ def matrix_rank(a, rtol=None):
     if a.ndim < 2:
         from ..elementwise import not_equal
         from ..reductions import any as any_
+
         return any_(not_equal(a, 0)).astype(np.int64)
     return batched("matrix_rank", a, rtol=rtol)
 
@@ -145,6 +151,7 @@ def matrix_power(a, n):
     from ..creation import eye
     from ..manipulation import broadcast_to
     from .blocked import inv
+
     a = asarray(a)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"matrix_power: expected a stack of square matrices, got shape {a.shape}")
@@ -168,6 +175,7 @@ def matrix_power(a, n):
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """numpy.diagonal: the diagonal as a gather of the two axes merged into one."""
     from ..structure import moveaxis, reshape
+
     a = asarray(a)
     i, j = axis_of(axis1, a.ndim), axis_of(axis2, a.ndim)
     if i == j:
@@ -181,6 +189,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     from ..reductions import sum as sum_
+
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -188,6 +197,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """numpy.cross of 3-element vectors (broadcasting the other axes)."""
     from ..stacking import stack
     from ..structure import moveaxis
+
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = moveaxis(asarray(a), axisa, -1), moveaxis(asarray(b), axisb, -1)
@@ -204,6 +214,7 @@ def lstsq(a, b):
     from ..reductions import sum as sum_
     from .blocked import solve_triangular
     from .qr import qr
+
     a, b = asarray(a), asarray(b)
     q, r = qr(a)
     x = solve_triangular(r, q.conj().T @ b, lower=False)

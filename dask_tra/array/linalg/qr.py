@@ -15,6 +15,7 @@ matrix is factored through its conjugate transpose (svd) or its leading square b
 as dask's ``sfqr``). Columns are rechunked into one block, and row blocks shorter than k
 merged, before TSQR (dask raises instead).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,6 +92,7 @@ def _svd_square(r):
 def sfqr(data, name=None):
     """QR of a short-and-fat matrix: Q, R1 of its leading square block, R = [R1, Q^H A2]."""
     from ..stacking import concatenate
+
     a = _matrix(data, "sfqr")
     m, n = a.shape
     if m > n:
@@ -112,6 +114,7 @@ def svd_flip(u, v, u_based_decision=False):
     """dask's sign convention: columns of u / rows of v flipped so that the sums of v's rows
     (of u's columns with ``u_based_decision``) are non-negative."""
     from ..reductions import sum as sum_
+
     signs = sum_(u, axis=0, keepdims=True) if u_based_decision else sum_(v, axis=1, keepdims=True).T
     signs = ((signs >= 0).astype(u.dtype) - 0.5) * 2
     return u * signs, v * signs.T
@@ -135,18 +138,21 @@ def compression_level(n, q, n_oversamples=10, min_subspace_size=20):
     return min(max(min_subspace_size, q + n_oversamples), n)
 
 
-def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=10, seed=None,
-                       compute=False):
+def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False):
     """Q^H of an orthonormal basis for the range of ``data`` (randomized range finder):
     ``data @ Omega`` for a Gaussian Omega, ``n_power_iter`` power (or QR) iterations, TSQR."""
     from .. import random
+
     if iterator not in ("power", "QR"):
         raise ValueError(f"iterator must be 'power' or 'QR', got {iterator!r}")
     a = _matrix(data, "compression_matrix")
     m, n = a.shape
     comp = compression_level(min(m, n), q, n_oversamples)
-    seed = seed if isinstance(seed, (int, np.integer)) or seed is None else int(
-        np.random.default_rng(seed).integers(2**31))
+    seed = (
+        seed
+        if isinstance(seed, (int, np.integer)) or seed is None
+        else int(np.random.default_rng(seed).integers(2**31))
+    )
     omega = random.standard_normal((n, comp), chunks=(a.chunks[1], (comp,)), seed=seed)
     if a.dtype != omega.dtype:
         omega = omega.astype(a.dtype)
@@ -160,8 +166,9 @@ def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=
     return tsqr(y)[0].conj().T
 
 
-def svd_compressed(a, k, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False,
-                   coerce_signs=True):
+def svd_compressed(
+    a, k, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False, coerce_signs=True
+):
     """Rank-``k`` randomized SVD (Halko et al.): project on a random range, SVD the small
     projection by TSQR, map its left vectors back."""
     a = _matrix(a, "svd_compressed")

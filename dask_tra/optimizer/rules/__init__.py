@@ -4,15 +4,34 @@ Rules are data: a search enumerates ``rule.apply(node)`` wherever ``rule.matches
 ``rewrite_fixpoint`` applies a chosen set until none fires. Plans are immutable: every
 rewrite builds new nodes and leaves its input plan as it was.
 """
+
 from __future__ import annotations
 
 from .base import Rule
-from .kernel_composition import (KERNEL_COMPOSITION_RULES, FilterBeforeMap, FilterBelowAggregate,
-                                 FilterBelowJoin, MapBelowAggregate, MapIntoJoin, MergeFilters,
-                                 MergeMaps)
-from .repartition import (BCAST_LEFT, BCAST_RIGHT, COSHUFFLE, REPARTITION_RULES, DropInnerMove,
-                          DropShuffleBeforeAggregate, FilterBelowMove, JoinFeed, MapBelowMove,
-                          ShuffleIntoJoin, TwoPhaseAggregate, join_feed)
+from .kernel_composition import (
+    KERNEL_COMPOSITION_RULES,
+    FilterBeforeMap,
+    FilterBelowAggregate,
+    FilterBelowJoin,
+    MapBelowAggregate,
+    MapIntoJoin,
+    MergeFilters,
+    MergeMaps,
+)
+from .repartition import (
+    BCAST_LEFT,
+    BCAST_RIGHT,
+    COSHUFFLE,
+    REPARTITION_RULES,
+    DropInnerMove,
+    DropShuffleBeforeAggregate,
+    FilterBelowMove,
+    JoinFeed,
+    MapBelowMove,
+    ShuffleIntoJoin,
+    TwoPhaseAggregate,
+    join_feed,
+)
 from .util import Composed, FixedFrontier, rebuild
 
 ALL_RULES = KERNEL_COMPOSITION_RULES + REPARTITION_RULES
@@ -55,9 +74,33 @@ def rewrite_fixpoint(plan, rules, max_passes: int = 100):
     raise NoFixpoint(f"rules still firing after {max_passes} passes (last pass: {fired})")
 
 
-__all__ = ["Rule", "ALL_RULES", "KERNEL_COMPOSITION_RULES", "REPARTITION_RULES", "apply_everywhere",
-           "rewrite_fixpoint", "NoFixpoint", "MergeFilters", "MergeMaps", "FilterBeforeMap",
-           "MapBelowAggregate", "FilterBelowAggregate", "FilterBelowJoin", "MapIntoJoin",
-           "DropInnerMove", "FilterBelowMove", "MapBelowMove", "DropShuffleBeforeAggregate",
-           "TwoPhaseAggregate", "JoinFeed", "ShuffleIntoJoin", "join_feed", "BCAST_LEFT",
-           "BCAST_RIGHT", "COSHUFFLE", "Composed", "FixedFrontier", "rebuild"]
+__all__ = [
+    "Rule",
+    "ALL_RULES",
+    "KERNEL_COMPOSITION_RULES",
+    "REPARTITION_RULES",
+    "apply_everywhere",
+    "rewrite_fixpoint",
+    "NoFixpoint",
+    "MergeFilters",
+    "MergeMaps",
+    "FilterBeforeMap",
+    "MapBelowAggregate",
+    "FilterBelowAggregate",
+    "FilterBelowJoin",
+    "MapIntoJoin",
+    "DropInnerMove",
+    "FilterBelowMove",
+    "MapBelowMove",
+    "DropShuffleBeforeAggregate",
+    "TwoPhaseAggregate",
+    "JoinFeed",
+    "ShuffleIntoJoin",
+    "join_feed",
+    "BCAST_LEFT",
+    "BCAST_RIGHT",
+    "COSHUFFLE",
+    "Composed",
+    "FixedFrontier",
+    "rebuild",
+]

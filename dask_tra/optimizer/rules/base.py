@@ -1,4 +1,5 @@
 """The rule interface: rules are data a search walks over (Calcite/Cascades style)."""
+
 from __future__ import annotations
 
 

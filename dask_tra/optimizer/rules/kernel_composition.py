@@ -4,13 +4,13 @@ In this IA a ``LocalMap`` carries either a key map (``ReKey``) or an array map
 (``Transform``, whose key map is idOp), never both; a map "of output arity one" is a
 ReKey or a Transform (Tile and Expand emit several tuples per input).
 """
+
 from __future__ import annotations
 
 from ...ia.nodes import LocalAggregate, LocalFilter, LocalJoin, LocalMap, rekey, transform
 from ...tra import expr as tra
 from .base import Rule
-from .util import (Composed, compose_keymaps, conjunction, filtered_type, rebuild, reindexed,
-                   with_map)
+from .util import Composed, compose_keymaps, conjunction, filtered_type, rebuild, reindexed, with_map
 
 
 def _is_array_map(node) -> bool:
@@ -41,9 +41,12 @@ class MergeMaps(Rule):
     name, family = "R1-2", "kernel composition"
 
     def matches(self, node):
-        return (isinstance(node, LocalMap) and isinstance(node.child, LocalMap)
-                and isinstance(node.op, (tra.ReKey, tra.Transform))
-                and type(node.op) is type(node.child.op))
+        return (
+            isinstance(node, LocalMap)
+            and isinstance(node.child, LocalMap)
+            and isinstance(node.op, (tra.ReKey, tra.Transform))
+            and type(node.op) is type(node.child.op)
+        )
 
     def apply(self, node):
         outer, inner, base = node.op, node.child.op, node.child.child
@@ -80,9 +83,12 @@ class MapBelowAggregate(Rule):
     name, family = "R1-4", "kernel composition"
 
     def matches(self, node):
-        return (_is_array_map(node) and isinstance(node.child, LocalAggregate)
-                and isinstance(node.child.op, tra.Aggregate)
-                and node.op.kernel.distributes(node.child.op.kernel))
+        return (
+            _is_array_map(node)
+            and isinstance(node.child, LocalAggregate)
+            and isinstance(node.child.op, tra.Aggregate)
+            and node.op.kernel.distributes(node.child.op.kernel)
+        )
 
     def apply(self, node):
         agg = node.child
@@ -99,8 +105,11 @@ class FilterBelowAggregate(Rule):
     name, family = "R1-5", "kernel composition"
 
     def matches(self, node):
-        return (isinstance(node, LocalFilter) and isinstance(node.child, LocalAggregate)
-                and filtered_type(node.child.child, self._pushed(node)).dense)
+        return (
+            isinstance(node, LocalFilter)
+            and isinstance(node.child, LocalAggregate)
+            and filtered_type(node.child.child, self._pushed(node)).dense
+        )
 
     def apply(self, node):
         agg = node.child
@@ -129,15 +138,15 @@ class FilterBelowJoin(Rule):
         if dims is None or not dims <= set(op.left_keys):
             return False
         join = node.child
-        return all(filtered_type(side, p).dense
-                   for side, p in zip(join.children, self._pushed(node)))
+        return all(filtered_type(side, p).dense for side, p in zip(join.children, self._pushed(node)))
 
     def apply(self, node):
         join = node.child
         pl, pr = self._pushed(node)
         op = join.op
-        return LocalJoin(LocalFilter(join.left, pl), LocalFilter(join.right, pr),
-                         op.left_keys, op.right_keys, op.kernel)
+        return LocalJoin(
+            LocalFilter(join.left, pl), LocalFilter(join.right, pr), op.left_keys, op.right_keys, op.kernel
+        )
 
     @staticmethod
     def _pushed(node):
@@ -163,9 +172,15 @@ class MapIntoJoin(Rule):
     def apply(self, node):
         join = node.child
         op = join.op
-        return LocalJoin(join.left, join.right, op.left_keys, op.right_keys,
-                         Composed(node.op.kernel, op.kernel))
+        return LocalJoin(join.left, join.right, op.left_keys, op.right_keys, Composed(node.op.kernel, op.kernel))
 
 
-KERNEL_COMPOSITION_RULES = (MergeFilters(), MergeMaps(), FilterBeforeMap(), MapBelowAggregate(),
-                            FilterBelowAggregate(), FilterBelowJoin(), MapIntoJoin())
+KERNEL_COMPOSITION_RULES = (
+    MergeFilters(),
+    MergeMaps(),
+    FilterBeforeMap(),
+    MapBelowAggregate(),
+    FilterBelowAggregate(),
+    FilterBelowJoin(),
+    MapIntoJoin(),
+)

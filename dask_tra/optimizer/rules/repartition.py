@@ -4,6 +4,7 @@ preconditions for R2-4, R2-5 and R2-6): where tuples move, and how much.
 Partitioning facts are read from a node's ``copies`` (exact, from metadata), so a rule
 sees the placement the plan really has, not the one a node's parameters suggest.
 """
+
 from __future__ import annotations
 
 from ...ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Shuffle
@@ -83,9 +84,12 @@ class DropShuffleBeforeAggregate(Rule):
     name, family = "R2-4", "repartition"
 
     def matches(self, node):
-        return (isinstance(node, LocalAggregate) and isinstance(node.child, Shuffle)
-                and partitioned_by(node.child, node.group_by)
-                and partitioned_by(node.child.child, node.group_by))
+        return (
+            isinstance(node, LocalAggregate)
+            and isinstance(node.child, Shuffle)
+            and partitioned_by(node.child, node.group_by)
+            and partitioned_by(node.child.child, node.group_by)
+        )
 
     def apply(self, node):
         return rebuild(node, (node.child.child,))
@@ -103,12 +107,21 @@ class TwoPhaseAggregate(Rule):
     name, family = "R2-5", "repartition"
 
     def matches(self, node):
-        if not (isinstance(node, LocalAggregate) and isinstance(node.op, tra.Aggregate)
-                and isinstance(node.child, Shuffle) and isinstance(node.child.placement, Grid)):
+        if not (
+            isinstance(node, LocalAggregate)
+            and isinstance(node.op, tra.Aggregate)
+            and isinstance(node.child, Shuffle)
+            and isinstance(node.child.placement, Grid)
+        ):
             return False
         kernel, shuffle, g = node.op.kernel, node.child, node.group_by
-        return (kernel.associative and kernel.commutative and shuffle.placement.partitions_by(g)
-                and one_copy_each(shuffle.child) and not partitioned_by(shuffle.child, g))
+        return (
+            kernel.associative
+            and kernel.commutative
+            and shuffle.placement.partitions_by(g)
+            and one_copy_each(shuffle.child)
+            and not partitioned_by(shuffle.child, g)
+        )
 
     def apply(self, node):
         shuffle, g, kernel = node.child, node.group_by, node.op.kernel
@@ -130,9 +143,12 @@ def join_feed(join):
         return BCAST_LEFT, left.child, right
     if isinstance(right, Broadcast):
         return BCAST_RIGHT, left, right.child
-    if (isinstance(left, Shuffle) and isinstance(right, Shuffle)
-            and left.placement == part(op.left_keys, left.type.frontier)
-            and right.placement == part(op.right_keys, right.type.frontier)):
+    if (
+        isinstance(left, Shuffle)
+        and isinstance(right, Shuffle)
+        and left.placement == part(op.left_keys, left.type.frontier)
+        and right.placement == part(op.right_keys, right.type.frontier)
+    ):
         return COSHUFFLE, left.child, right.child
     return None
 
@@ -186,20 +202,36 @@ class ShuffleIntoJoin(Rule):
     name, family = "R2-7", "repartition"
 
     def matches(self, node):
-        return (isinstance(node, Shuffle) and isinstance(node.placement, Grid)
-                and isinstance(node.child, LocalJoin)
-                and all(isinstance(c, Shuffle) for c in node.child.children)
-                and set(node.placement.dims) <= set(node.child.op.left_keys))
+        return (
+            isinstance(node, Shuffle)
+            and isinstance(node.placement, Grid)
+            and isinstance(node.child, LocalJoin)
+            and all(isinstance(c, Shuffle) for c in node.child.children)
+            and set(node.placement.dims) <= set(node.child.op.left_keys)
+        )
 
     def apply(self, node):
         join, grid = node.child, node.placement
         op = join.op
         to_right = dict(zip(op.left_keys, op.right_keys))
         right_grid = Grid(tuple(to_right[d] for d in grid.dims), grid.groups)
-        return LocalJoin(Shuffle(join.left.child, grid), Shuffle(join.right.child, right_grid),
-                         op.left_keys, op.right_keys, op.kernel)
+        return LocalJoin(
+            Shuffle(join.left.child, grid),
+            Shuffle(join.right.child, right_grid),
+            op.left_keys,
+            op.right_keys,
+            op.kernel,
+        )
 
 
-REPARTITION_RULES = (DropInnerMove(), FilterBelowMove(), MapBelowMove(), DropShuffleBeforeAggregate(),
-                     TwoPhaseAggregate(), JoinFeed(BCAST_LEFT), JoinFeed(BCAST_RIGHT),
-                     JoinFeed(COSHUFFLE), ShuffleIntoJoin())
+REPARTITION_RULES = (
+    DropInnerMove(),
+    FilterBelowMove(),
+    MapBelowMove(),
+    DropShuffleBeforeAggregate(),
+    TwoPhaseAggregate(),
+    JoinFeed(BCAST_LEFT),
+    JoinFeed(BCAST_RIGHT),
+    JoinFeed(COSHUFFLE),
+    ShuffleIntoJoin(),
+)

@@ -1,12 +1,24 @@
 """What the rewrite rules share: composed kernels, key maps and predicates, rebuilding an
 IA node over new children, and partitioning facts read from a node's ``copies``."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ...ia.nodes import (Broadcast, Expand, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap,
-                         Shuffle, rekey, tile, transform)
+from ...ia.nodes import (
+    Broadcast,
+    Expand,
+    IANode,
+    LocalAggregate,
+    LocalFilter,
+    LocalJoin,
+    LocalMap,
+    Shuffle,
+    rekey,
+    tile,
+    transform,
+)
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
 from ...tra.kernels import Kernel
@@ -22,8 +34,7 @@ class Composed(Kernel):
         self.name = f"{outer.name}∘{inner.name}"
         self.arity = inner.arity
         # f∘g distributes over an aggregation when f and g both do (unary g only)
-        self.distributes_over = (outer.distributes_over & inner.distributes_over
-                                 if inner.arity == 1 else frozenset())
+        self.distributes_over = outer.distributes_over & inner.distributes_over if inner.arity == 1 else frozenset()
 
     def __call__(self, *chunks):
         return self.outer(self.inner(*chunks))
@@ -100,8 +111,7 @@ def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
     if not one_copy_each(node):
         return False
     home: dict[Key, int] = {}
-    return all(home.setdefault(tuple(key[d] for d in dims), cs[0][0]) == cs[0][0]
-               for key, cs in node.copies.items())
+    return all(home.setdefault(tuple(key[d] for d in dims), cs[0][0]) == cs[0][0] for key, cs in node.copies.items())
 
 
 def one_copy_each(node: IANode) -> bool:
