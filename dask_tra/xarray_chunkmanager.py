@@ -17,9 +17,12 @@ methods, which answer for everything else as before. RelArrays stay Dask collect
 rest: ``dask.compute``, ``persist``, ``Client.compute``. ``xr.set_options(chunk_manager=
 "dask_tra")`` makes dask_tra the manager ``.chunk()`` and ``open_dataset(chunks=...)`` pick.
 
-Not covered: ``DataArray.map_blocks``/``xr.map_blocks`` build dask.array graphs themselves (no
-chunk-manager hook), so their results are dask.arrays over the RelArray's graph; use
-``apply_ufunc(..., dask="parallelized")`` to stay in dask_tra.
+``DataArray.map_blocks``/``Dataset.map_blocks``/``xr.map_blocks`` build dask.array graphs
+themselves (xarray has no chunk-manager hook there). When their arguments hold RelArrays, a
+wrapper on ``xarray.core.parallel.map_blocks`` hands xarray the RelArrays as dask.arrays
+(``to_dask()``: each is planned once), lets it build its graph, and wraps every chunked
+variable of the result back with ``from_dask``: the result holds RelArrays, whose blocks are
+xarray's tasks (an opaque lazy input to later plans, read where the plan puts them).
 """
 
 from __future__ import annotations
@@ -54,11 +57,63 @@ def _dask_from_array_keeps_relarrays(self, data, chunks, **kwargs):
     return _dask_methods["from_array"](self, data, chunks, **kwargs)
 
 
+def _variables(obj):
+    """Every variable (data and coordinates) of a DataArray or Dataset, by name (None: a
+    DataArray's own)."""
+    out = dict(obj.variables) if hasattr(obj, "data_vars") else {None: obj.variable, **obj.coords.variables}
+    return out
+
+
+def _holds(obj, test) -> bool:
+    return hasattr(obj, "coords") and any(test(v.data) for v in _variables(obj).values())
+
+
+def _converted(obj, test, fn):
+    """``obj`` with each variable whose data passes ``test`` holding ``fn(data)`` instead."""
+    if not hasattr(obj, "coords"):
+        return obj
+    new = {k: v.copy(data=fn(v.data)) for k, v in _variables(obj).items() if test(v.data)}
+    if not new:
+        return obj
+    if hasattr(obj, "data_vars"):
+        return obj._replace(variables={**obj.variables, **new})
+    own = new.pop(None, obj.variable)
+    return obj._replace(variable=own, coords={**obj.coords.variables, **new}, indexes=obj.xindexes)
+
+
+def _is_dask_array(data) -> bool:
+    import dask.array
+
+    return isinstance(data, dask.array.Array)
+
+
+def _map_blocks_keeps_relarrays(func, obj, args=(), kwargs=None, template=None):
+    """``xarray.map_blocks``: RelArrays in, RelArrays out (see the module doc)."""
+    original = _dask_methods["map_blocks"]
+    if not any(_holds(o, _is_relarray) for o in (obj, *args, template)):
+        return original(func, obj, args, kwargs, template)
+    import dask_tra.array as da
+
+    def as_dask(o):
+        return _converted(o, _is_relarray, lambda x: x.to_dask())
+
+    out = original(
+        func, as_dask(obj), [as_dask(a) for a in args], kwargs, None if template is None else as_dask(template)
+    )
+    return _converted(out, _is_dask_array, da.from_dask)
+
+
 def _step_dask_aside():
     try:
         from xarray.namedarray.daskmanager import DaskManager
     except ImportError:
         return
+    import xarray
+    import xarray.core.parallel as parallel
+
+    if parallel.map_blocks is not _map_blocks_keeps_relarrays:
+        _dask_methods["map_blocks"] = parallel.map_blocks
+        parallel.map_blocks = xarray.map_blocks = _map_blocks_keeps_relarrays
     for name, wrapper in (
         ("is_chunked_array", _dask_declines_relarrays),
         ("from_array", _dask_from_array_keeps_relarrays),

@@ -122,18 +122,56 @@ def test_apply_ufunc_parallelized_with_core_dims(both):
         assert isinstance(tra.t.chunk({"time": 12}).data, RelArray)
 
 
-def test_dataarray_map_blocks_computes_but_goes_through_dask(both):
-    """xarray.map_blocks builds dask.array graphs itself (no chunk-manager hook): its result is
-    a dask.array over the RelArray's graph. Values are right; wrap back with from_dask."""
+def _drift(block):
+    """A block function that needs its coordinates (xarray's map_blocks passes xarray objects)."""
+    return block - block.lat / 100
+
+
+def test_map_blocks_keeps_relarrays_and_matches_dask(both):
+    """DataArray.map_blocks, Dataset.map_blocks and xr.map_blocks (with args and a template):
+    the results hold RelArrays and equal the same calls on dask."""
+    tra, dsk = both
+    check(tra.t.map_blocks(np.square), dsk.t.map_blocks(np.square))
+    check(tra[["t"]].map_blocks(_drift), dsk[["t"]].map_blocks(_drift))
+    check(xr.map_blocks(lambda a, b: a * 2 - b, tra.t, args=[tra.t], template=tra.t),
+          xr.map_blocks(lambda a, b: a * 2 - b, dsk.t, args=[dsk.t], template=dsk.t))
+    got = tra.t.map_blocks(np.square).mean("time")  # and dask_tra operations go on from there
+    check(got, dsk.t.map_blocks(np.square).mean("time"))
+
+
+def test_map_blocks_on_dask_data_is_left_to_dask(both):
     import dask.array
 
-    import dask_tra.array as da
+    _, dsk = both
+    assert isinstance(dsk.t.map_blocks(np.square).data, dask.array.Array)
+
+
+def test_every_step_of_a_pipeline_stays_dask_tra(both):
+    """A climatology pipeline step by step: every intermediate's data is a RelArray."""
     tra, dsk = both
-    got = tra.t.map_blocks(np.square)
-    xr.testing.assert_allclose(got.compute(), dsk.t.map_blocks(np.square).compute())
-    assert isinstance(got.data, dask.array.Array)
-    back = da.from_dask(got.data)
-    np.testing.assert_allclose(back.compute(), np.square(tra.t.values))
+    steps = [
+        lambda d: d.t.sel(lat=slice(-30, 60)),
+        lambda d: d.fillna(0.0),
+        lambda d: d.rolling(time=3, min_periods=1).mean(),
+        lambda d: d.groupby(MONTH) - d.groupby(MONTH).mean(),
+        lambda d: d.weighted(xr.ones_like(d.lat)).mean("lat"),
+        lambda d: d.quantile([0.25, 0.75], dim="time"),
+    ]
+    a, b = tra, dsk
+    for step in steps:
+        a, b = step(a), step(b)
+        assert isinstance(a.data, RelArray), (step, type(a.data))
+    check(a, b)
+
+
+def test_the_example_runs(tmp_path):
+    """examples/xarray_climatology.py end to end (it asserts that every step holds RelArrays)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "xarray_climatology.py")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "every step is a dask_tra RelArray" in out.stdout and "TRA plan on" in out.stdout
 
 
 def test_to_zarr_and_back(both, tmp_path):
