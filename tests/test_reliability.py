@@ -127,11 +127,10 @@ def test_dask_compute_of_several_relarrays_sharing_an_input(client):
     np.testing.assert_allclose(r2, a.T @ a, rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 12): a broadcast is costed to every site, but the graph moves "
-                                       "a block only to sites where a consumer reads it")
-def test_broadcast_to_a_site_without_partners_is_not_predicted(client):
-    """bmm broadcasts x (4 blocks) to all 4 sites while y is partitioned over 3 sites: the site
-    with no y block reads no x block, so nothing goes there and the prediction must say so."""
+def test_broadcast_goes_only_to_sites_with_partners(client):
+    """bmm broadcasts one side while the other is partitioned over fewer sites than there are:
+    a site with no partner block reads nothing, the graph moves nothing there, and the plan
+    predicts exactly that (it used to count a copy to every site: measured < predicted)."""
     x = dt.random.uniform(-1, 1, (12, 40), chunks=(12, 10), seed=1)
     y = dt.random.uniform(-1, 1, (40, 30), chunks=10, seed=2)
     a, b = x.compute(), y.compute()
@@ -140,5 +139,5 @@ def test_broadcast_to_a_site_without_partners_is_not_predicted(client):
         with dt.diagnostics.measure() as m:
             got = z.compute()
     np.testing.assert_allclose(got, a @ b, rtol=1e-10, atol=1e-12)
-    assert "broadcasts the left input" in str(z.explain())
-    assert m.plan_bytes == m.predicted_bytes, (m.plan_bytes, m.predicted_bytes)
+    assert "broadcast Input" in str(z.explain())
+    assert m.plan_bytes == m.predicted_bytes > 0, (m.plan_bytes, m.predicted_bytes)

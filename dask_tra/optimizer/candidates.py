@@ -92,6 +92,7 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
         keep = [d for d in range(len(pos[i])) if pos[i][d] in g]
         return reduce_to(layout, views[i].type.frontier, keep, outf, [g.index(pos[i][d]) for d in keep])
 
+    jkeys = (join.left_keys, join.right_keys)
     if want("bmm"):
         best = None
         for b in (0, 1):
@@ -100,12 +101,9 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
             o = 1 - b
             mv = Moves(views, s)
             keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
-            mv.broadcast(b)
-            lay = mv.place(
-                o,
-                grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s),
-                f"shuffle by {part(keep, views[o].type.frontier)}",
-            )
+            olay = grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s)
+            mv.broadcast(b, (olay, views[o].type.frontier, jkeys[o], jkeys[b]))
+            lay = mv.place(o, olay, f"shuffle by {part(keep, views[o].type.frontier)}")
             c = _close(
                 agg,
                 mv,
@@ -198,9 +196,10 @@ def join_alone(join, left, right, s, only=None) -> dict:
             continue
         o = 1 - b
         mv = Moves(views, s)
-        mv.broadcast(b)
         full = part(range(len(pos[o])), views[o].type.frontier)
-        lay = mv.place(o, grid_layout(full, views[o].type.frontier, s), f"shuffle by {full}")
+        olay = grid_layout(full, views[o].type.frontier, s)
+        mv.broadcast(b, (olay, views[o].type.frontier, (lk, rk)[o], (lk, rk)[b]))
+        lay = mv.place(o, olay, f"shuffle by {full}")
         cands[name] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf))
     if lk and only in (None, "copart"):
         mv = Moves(views, s)

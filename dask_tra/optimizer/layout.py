@@ -53,21 +53,33 @@ def place(alt: Alt, placement: Placement) -> IANode:
     return Shuffle(node, placement)
 
 
-def broadcast(alt: Alt) -> IANode:
+def broadcast(alt: Alt, partners: tuple | None = None) -> IANode:
+    """Every tuple of ``alt`` to every site (a free input is first made by PART(all dims)).
+
+    With ``partners = (target, target_keys, alt_keys)``, only to the sites where the join's
+    other side ``target`` holds a tuple it joins with: the graph moves a block only to sites
+    whose tasks read it, so that is what the plan predicts."""
     node = alt.node
     if alt.free:
         node = Placed(cast(Placed, node).input, part(range(node.type.key_arity), node.type.frontier), node.s)
-    return Broadcast(node)
+    if partners is None:
+        return Broadcast(node)
+    placement = SiteMap(_partner_sites(alt.node, *partners))
+    return node if has_placement(node, placement) else Shuffle(node, placement)
+
+
+def _partner_sites(node: IANode, target: IANode, target_keys: Sequence[int], keys: Sequence[int]) -> dict:
+    """key of ``node`` -> the sites where ``target`` holds a tuple it joins with (site 0 if none)."""
+    want: dict = {}
+    for tk, sites in sites_of(target).items():
+        want.setdefault(tuple(tk[d] for d in target_keys), set()).update(sites)
+    return {k: tuple(sorted(want.get(tuple(k[d] for d in keys), ()))) or (0,) for k in node.type.iter_keys()}
 
 
 def align(alt: Alt, target: IANode, target_keys: Sequence[int], alt_keys: Sequence[int]) -> IANode:
     """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it joins with
     (``target_keys`` of the target's key equal ``alt_keys`` of ours)."""
-    want: dict = {}
-    for tk, sites in sites_of(target).items():
-        want.setdefault(tuple(tk[d] for d in target_keys), set()).update(sites)
-    mapping = {k: tuple(sorted(want.get(tuple(k[d] for d in alt_keys), ()))) or (0,) for k in alt.node.type.iter_keys()}
-    return place(alt, SiteMap(mapping))
+    return place(alt, SiteMap(_partner_sites(alt.node, target, target_keys, alt_keys)))
 
 
 def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:

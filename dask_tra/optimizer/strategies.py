@@ -86,7 +86,8 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
             pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
             keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
             onode = place(other, part(keep, other.node.type.frontier))
-            bnode = broadcast(left if side == "left" else right)
+            okeys, bkeys = (join.right_keys, join.left_keys) if side == "left" else (join.left_keys, join.right_keys)
+            bnode = broadcast(left if side == "left" else right, (onode, okeys, bkeys))
             l, r = (bnode, onode) if side == "left" else (onode, bnode)
             bm[side] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
         cands["bmm"] = min(bm.values(), key=_bytes) if len(bm) > 1 else next(iter(bm.values()))
@@ -112,21 +113,11 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
 
 def join_alone(join, left: Alt, right: Alt) -> dict:
     lk, rk = join.left_keys, join.right_keys
+    rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
+    lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
     cands = {
-        "bcast-left": LocalJoin(
-            broadcast(left),
-            place(right, part(range(right.node.type.key_arity), right.node.type.frontier)),
-            lk,
-            rk,
-            join.kernel,
-        ),
-        "bcast-right": LocalJoin(
-            place(left, part(range(left.node.type.key_arity), left.node.type.frontier)),
-            broadcast(right),
-            lk,
-            rk,
-            join.kernel,
-        ),
+        "bcast-left": LocalJoin(broadcast(left, (rnode, rk, lk)), rnode, lk, rk, join.kernel),
+        "bcast-right": LocalJoin(lnode, broadcast(right, (lnode, lk, rk)), lk, rk, join.kernel),
     }
     if lk:
         cands["copart"] = LocalJoin(

@@ -254,9 +254,19 @@ class Moves:
             return need
         return self._send(i, need, what, 1)
 
-    def broadcast(self, i):
+    def broadcast(self, i, partners=None):
+        """Input i to every site; with ``partners = (layout, frontier, their join dims, ours)``
+        of the join's other side, only to the sites holding a tuple it joins with (site 0 if
+        none), as ``layout.broadcast`` builds it."""
         self._base(i)
-        return self._send(i, all_layout(self.views[i].type.frontier, self.s), "broadcast", self.s)
+        t = self.views[i].type
+        if partners is None:
+            need = all_layout(t.frontier, self.s)
+        else:
+            layout, frontier, their, ours = partners
+            need = reduce_to(layout, frontier, list(their), t.frontier, list(ours)).copy()
+            need[~need.any(axis=1), 0] = True
+        return self._send(i, need, "broadcast", self.s)
 
     def replicate(self, i, grid, pos, out_frontier):
         """Input i copied to every cell of ``grid`` (over the join's key space) it belongs to."""
