@@ -93,7 +93,10 @@ class Joint(DaskCollection):
         )
 
     def explain(self, sites=None):
-        """The report of the one plan computing every output."""
+        """The report of the one plan computing every output (with the bytes its graph moves,
+        once the graph was built)."""
+        if sites is None and self._last_explain is not None:
+            return self._last_explain
         return self.planned(sites)[0].explain
 
     def __dask_graph__(self):
@@ -103,9 +106,8 @@ class Joint(DaskCollection):
         from dask.task_spec import Alias
 
         entry = self._planned_entry()
-        self._report(entry.plan)
         if entry.graph is None:
-            graph, _, entry.reads = self._emit(entry, f"{self.name}-root", unfused_kernels=self._kernels)
+            graph, _, reads, moves = self._emit(entry, f"{self.name}-root", unfused_kernels=self._kernels)
             layer_of, found = {}, {i: {} for i in range(len(self.arrays))}
             index = {id(k): i for i, k in enumerate(self._kernels)}
             for name, layer in graph.layers.items():
@@ -123,7 +125,9 @@ class Joint(DaskCollection):
                 aliases = {(name,) + k: Alias((name,) + k, src) for k, src in found[i].items()}
                 layers[name] = MaterializedLayer(aliases)
                 deps[name] = {layer_of[src] for src in found[i].values() if src in layer_of}
-            entry.graph = HighLevelGraph(layers, deps)
+            outputs = [src for f in found.values() for src in f.values()]
+            entry.emitted(HighLevelGraph(layers, deps), reads, moves.bytes(outputs))
+        self._report(entry)
         _report_reads(entry.reads)
         return entry.graph
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from dask.base import DaskMethodsMixin
@@ -11,6 +11,7 @@ from dask.threaded import get as threaded_get
 
 from .. import backends, config
 from ..optimizer import Plan
+from ..optimizer.explain import Explain, fmt_bytes
 from ..optimizer import plan as make_plan
 from .amm import ensure_installed as keep_pinned_replicas
 from .emit import emit
@@ -32,6 +33,28 @@ class Planned:
     graph: HighLevelGraph | None = None
     reads: frozenset = frozenset()
     scattered: tuple = ()  # the client arrays the emitted graph reads, sent to the workers
+    explain: Explain | None = None  # the plan's report with the bytes its graph moves, once emitted
+
+    def emitted(self, graph, reads, moved: int):
+        """Record the emitted graph; the report predicts the bytes this graph moves."""
+        self.graph, self.reads = graph, reads
+        self.explain = exact_bytes(self.plan.explain, moved)
+
+    @property
+    def report(self) -> Explain:
+        return self.explain if self.explain is not None else self.plan.explain
+
+
+def exact_bytes(explain: Explain, moved: int) -> Explain:
+    """``explain`` predicting ``moved`` bytes: the search's estimate counts moves to sites where
+    no task reads the copy, which the graph never sends."""
+    if moved == explain.predicted_bytes:
+        return explain
+    note = (
+        f"({fmt_bytes(explain.predicted_bytes - moved)} of the search's estimate are copies no task reads: "
+        "the graph does not send them)"
+    )
+    return replace(explain, predicted_bytes=moved, notes=[*explain.notes, note])
 
 
 class DaskCollection(DaskMethodsMixin):
@@ -79,18 +102,19 @@ class DaskCollection(DaskMethodsMixin):
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
         entry = self._planned_entry()
-        self._report(entry.plan)
         if entry.graph is None:
-            entry.graph, _, entry.reads = self._emit(entry, self.name)
+            graph, out_keys, reads, moves = self._emit(entry, self.name)
+            entry.emitted(graph, reads, moves.bytes(out_keys.values()))
+        self._report(entry)
         _report_reads(entry.reads)
         return entry.graph
 
-    def _report(self, p):
+    def _report(self, entry: Planned):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
 
-        diagnostics.register(p.explain)
-        self._last_explain = p.explain
+        diagnostics.register(entry.report)
+        self._last_explain = entry.report
 
     def _emit(self, entry: Planned, output_name, **options):
         """The plan's Dask graph: client arrays scattered to their planned workers (recorded on

@@ -66,9 +66,13 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
     inputs by key (``Joint`` finds its outputs through them).
 
     Returns (HighLevelGraph, output key per relation key, the input keys whose moves are the
-    plan's). A lazy dask.array block is made where the plan first reads it; a second site
-    makes it again when only source data lies behind it, and otherwise fetches it, a move the
-    plan did not predict: such a block's moves are left to ``measure().other_bytes``.
+    plan's, ``Moves``: what the graph sends between sites). A lazy dask.array block is made where the
+    plan first reads it; a second site makes it again when only source data lies behind it,
+    and otherwise fetches it, a move the plan did not predict: such a block's moves are left to
+    ``measure().other_bytes``.
+
+    The bytes moved are counted on the graph itself (``Moves``): a copy the plan moves to a
+    site where no task reads it is never sent, so it is not counted.
     """
     external = {}
     for src in sources.values():
@@ -79,6 +83,8 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
     avail = {}  # (origin, site) -> dask key holding that chunk on that site
     made = {}  # (input name, key, site) -> dask key of an input block made there, read there only
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
+    home = {}  # input key read by key -> the sites holding it
+    nbytes = {}  # dask key -> bytes of its chunk
     walk = plan.walk()
     # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
     # dask moves it exactly as often as predicted
@@ -107,6 +113,8 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                     if isinstance(spec, Ref):  # read by its key
                         avail[(origin, site)] = spec.key
                         reads.add(spec.key)
+                        home.setdefault(spec.key, set()).add(site)
+                        nbytes[spec.key] = _chunk_bytes(node.type, key)
                         if (
                             spec.key in external
                             and not is_future(external[spec.key])
@@ -134,6 +142,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                         continue
                     g.add(dk, *built, site, rigid)
                 avail[(origin, site)] = dk
+                nbytes[dk] = _chunk_bytes(node.type, key)
     out_keys = {}
     for key, copies in plan.copies.items():
         site, origin = copies[0]
@@ -143,7 +152,53 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
             src = avail[(origin, site)]
             g.add(ok, Alias(ok, src), [src], site, False)
         g.exposed.add(ok)
-    return _graph(g.fused(), g.site, external, ext_pins, f"tra-external-{token}", workers), out_keys, reads - fetched
+    moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
+    graph = _graph(g.fused(), g.site, external, ext_pins, f"tra-external-{token}", workers)
+    return graph, out_keys, reads - fetched, moves
+
+
+def _chunk_bytes(t, key) -> int:
+    n = 1
+    for e in t.chunk_shape(key):
+        n *= int(e)
+    return n * t.dtype.itemsize
+
+
+class Moves:
+    """What the emitted graph sends between sites, counted on the graph itself: a copy the plan
+    moves to a site where no task reads it is never sent (dask culls what the outputs do not
+    need), so the plan's estimate can be above what runs."""
+
+    def __init__(self, reads, site, home, nbytes, plan_reads, ext_pins):
+        self.reads, self.site, self.home, self.nbytes = reads, site, home, nbytes
+        self.plan_reads, self.ext_pins = plan_reads, ext_pins
+
+    def bytes(self, outputs) -> int:
+        """Bytes sent for the tasks ``outputs`` need: a key read by a task on a site that does
+        not hold it goes there once. Fusion does not change this (it inlines only a task read
+        by one task on its own site). A lazy dask.array block fetched by a second site is not a
+        plan's move (``measure().other_bytes``)."""
+        live, stack = set(), list(outputs)
+        while stack:
+            k = stack.pop()
+            if k not in live:
+                live.add(k)
+                stack.extend(self.reads.get(k, ()))
+        sent = set()
+        for dk in live:
+            site = self.site.get(dk)
+            for r in self.reads.get(dk, ()):
+                if r in self.ext_pins:
+                    where = {self.ext_pins[r]} if r in self.plan_reads else {site}
+                elif r in self.home:
+                    where = self.home[r]
+                elif r in self.site:
+                    where = {self.site[r]}
+                else:
+                    continue
+                if site not in where:
+                    sent.add((r, site))
+        return sum(self.nbytes.get(r, 0) for r, _ in sent)
 
 
 MAX_DEPTH = 32  # fused tasks nest: they run and pickle recursively, so long chains are cut
