@@ -5,10 +5,19 @@ from __future__ import annotations
 _ACTIVE: list = []
 
 
-def register(explain, computed=False):
+def register(explain, computed=False, owner=None):
     """Called when a RelArray's graph is built (and again, ``computed``, when its result is
-    gathered by compute): measures open now report its plan once."""
+    gathered by compute): measures open now report its plan once. ``owner`` names the
+    collection: dask asks a collection for its graph several times per compute, and if the
+    cluster changed in between (a replica dropped, a worker gone) it plans again; only the
+    last graph runs, so its report replaces the owner's earlier one."""
     for m in _ACTIVE:
+        if owner is not None and not computed:
+            earlier = m.owned.get(owner)
+            if earlier is not None and earlier is not explain:
+                m.explains = [e for e in m.explains if e is not earlier]
+                m.computed = [e for e in m.computed if e is not earlier]
+            m.owned[owner] = explain
         if all(e is not explain for e in m.explains):
             m.explains.append(explain)
         if computed and all(e is not explain for e in m.computed):
@@ -47,6 +56,7 @@ class measure:
         self.client = client
         self.explains = []
         self.computed = []
+        self.owned = {}  # collection name -> the report of its last graph
         self.bytes_moved = None
         self.other_bytes = None
         self.reads = set()

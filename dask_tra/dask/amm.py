@@ -10,14 +10,45 @@ it again when the dependent runs: bytes the plan never predicted.
 ``KeepPinnedReplicas`` is ``ReduceReplicas`` except that a replica on a worker where a waiting
 dependent is pinned (``allow_other_workers=False``) is never dropped. Keys without pinned
 dependents (a dask.array's) are treated as ``ReduceReplicas`` treats them.
+
+A plan reads where its inputs' replicas are before its graph reaches the scheduler; in
+between, the policy could drop a replica the plan counted on (bytes it never predicted).
+``who_has_held`` answers the placement query on the scheduler and holds the replicas it
+reports for ``HOLD_S`` seconds: the policy drops none of them meanwhile; once the graph
+arrives, its pinned waiters keep them.
 """
 
 from __future__ import annotations
+
+import time
 
 from distributed.active_memory_manager import ReduceReplicas, Suggestion
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 NAME = "dask-tra-keep-pinned-replicas"
+HOLD_S = 30.0
+_held: dict = {}  # key -> time.monotonic() until which its replicas stay (in the scheduler's process)
+
+
+COMPUTING = ("waiting", "processing", "queued", "no-worker")
+
+
+def who_has_held(dask_scheduler, keys, seconds=HOLD_S) -> tuple:
+    """On the scheduler: ({key: [worker, ...]} for the keys in memory, whose replicas are then
+    kept for ``seconds`` (see the module doc); [keys being computed], e.g. persisted blocks
+    recomputed after their worker died)."""
+    now = time.monotonic()
+    for k in [k for k, until in _held.items() if until < now]:
+        del _held[k]
+    out, computing = {}, []
+    for k in keys:
+        ts = dask_scheduler.tasks.get(k)
+        if ts is not None and ts.who_has:
+            out[k] = sorted(ws.address for ws in ts.who_has)
+            _held[k] = now + seconds
+        elif ts is not None and ts.state in COMPUTING:
+            computing.append(k)
+    return out, computing
 
 
 class KeepPinnedReplicas(ReduceReplicas):
@@ -26,7 +57,10 @@ class KeepPinnedReplicas(ReduceReplicas):
 
     def run(self):
         workers = self.manager.scheduler.workers
+        now = time.monotonic()
         for ts in self.manager.scheduler.replicated_tasks:
+            if _held.get(ts.key, 0.0) > now:
+                continue  # a plan being made counts on these replicas
             needed, unplaced = set(), 0  # workers a waiter reads on; waiters with no worker yet
             for waiter in ts.waiters or ():
                 if waiter.processing_on is not None:

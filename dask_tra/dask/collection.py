@@ -113,7 +113,7 @@ class DaskCollection(DaskMethodsMixin):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
 
-        diagnostics.register(entry.report)
+        diagnostics.register(entry.report, owner=self.name)
         self._last_explain = entry.report
 
     def _emit(self, entry: Planned, output_name, **options):

@@ -268,12 +268,22 @@ def is_future(x) -> bool:
     return type(x).__name__ == "Future" and hasattr(x, "key")
 
 
+RECOMPUTE_WAIT_S = 300  # how long planning waits for persisted blocks Dask is recomputing
+
+
 def _who_has(client, dask_keys: dict):
     """{block key: (worker,)} if every dask key is in memory on the cluster, else None."""
     if client is None:
         return None
+    from distributed import Future, wait
+
+    from .amm import who_has_held
+
     keys = list(dask_keys)
-    who = client.sync(client.scheduler.who_has, keys=keys)
+    who, computing = client.run_on_scheduler(who_has_held, keys=keys)
+    if computing:  # blocks being recomputed (their worker died): planned where they land
+        wait([Future(k, client) for k in computing], timeout=RECOMPUTE_WAIT_S)
+        who, _ = client.run_on_scheduler(who_has_held, keys=keys)
     out = {}
     for dk, k in dask_keys.items():
         holders = who.get(dk) or who.get(str(dk))
