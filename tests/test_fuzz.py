@@ -15,7 +15,6 @@ from benchmarks.fuzz import KINDS, OPS, Workload
 
 STEPS = int(os.environ.get("DASK_TRA_FUZZ_STEPS", 12))
 EXAMPLES = int(os.environ.get("DASK_TRA_FUZZ_EXAMPLES", 3))
-CHECK_BYTES = os.environ.get("DASK_TRA_FUZZ_BYTES") == "1"
 _shared = {}
 _steps = {"steps": 0, "examples": 0}
 
@@ -104,16 +103,13 @@ class BusyCluster(RuleBasedStateMachine):
 
     @invariant()
     def bytes_as_predicted(self):
-        """Known open problem (docs/reliability.md, "Open problems"): on a busy cluster some
-        plans' measured bytes differ from predicted (moves to sites with no consumer counted,
-        replicas dropped or moved between planning and running). The mismatches are reported
-        at the end of the module; ``DASK_TRA_FUZZ_BYTES=1`` makes each one fail the run."""
+        """Measured plan bytes within 10% of predicted whenever the worker set did not change
+        (``Workload._compute``); the count is reported at the end of the module."""
         _steps["steps"] += 1
         if hasattr(self, "w"):
             _steps.setdefault("byte_misses", []).extend(self.w.byte_misses)
-            if CHECK_BYTES:
-                assert not self.w.byte_misses, self.w.byte_misses[0]
-            self.w.byte_misses.clear()
+            misses, self.w.byte_misses = list(self.w.byte_misses), []
+            assert not misses, misses[0]
 
 
 BusyCluster.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,

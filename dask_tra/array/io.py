@@ -28,7 +28,7 @@ import threading
 import numpy as np
 
 from .. import backends
-from ..dask.sources import LazyArraySource, Ref, Source, _who_has, fresh_name
+from ..dask.sources import LazyArraySource, Ref, Source, fresh_name
 from ..tra import Input, Join, RelationType
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
@@ -251,8 +251,8 @@ class DelayedSource(Source):
     def chunk(self, key):
         return self.value.compute(scheduler="sync")
 
-    def placement(self, client):
-        return _who_has(client, {self.value.key: (0,) * len(self.type.frontier)})
+    def held_keys(self):
+        return {self.value.key: (0,) * len(self.type.frontier)}
 
 
 class NpyStackSource(Source):

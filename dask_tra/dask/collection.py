@@ -17,7 +17,7 @@ from .amm import ensure_installed as keep_pinned_replicas
 from .emit import emit
 from .rates import current_rates
 from .dispatch import register_worker_dispatch
-from .sources import ArraySource, PersistedSource, SiteGone
+from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
 from .faults import ensure_installed
 from .sites import Sites, active_client, current_sites
@@ -244,12 +244,11 @@ def input_placements(sources, where) -> dict:
     placements = {}
     if where.client is not None and not _in_event_loop(where.client):
         ensure_installed(where.client)
-        for name, src in sources.items():
-            held = src.placement(where.client)
-            if held is not None:
-                chosen = on_sites(held, where)
-                if chosen is not None:
-                    placements[name] = chosen
+        held = {name: keys for name, src in sources.items() if (keys := src.held_keys()) is not None}
+        for name, found in placements_of(where.client, held).items():
+            chosen = on_sites(found, where)
+            if chosen is not None:
+                placements[name] = chosen
     return placements
 
 

@@ -64,9 +64,14 @@ class Source:
         fn, *args = self.task(key)
         return fn(*args)
 
+    def held_keys(self) -> dict | None:
+        """{dask key: block key} when the blocks are (or are being made) on a cluster, else None."""
+        return None
+
     def placement(self, client):
-        """{key: (site-address,)} when the data already sits on the cluster, else None."""
-        return
+        """{key: (site-address, ...)} when the data already sits on the cluster, else None."""
+        keys = self.held_keys()
+        return None if keys is None else placements_of(client, {None: keys}).get(None)
 
 
 class ArraySource(Source):
@@ -221,10 +226,8 @@ class DaskSource(Source):
     def chunk(self, key):
         return self.array.blocks[tuple(key)].compute(scheduler="sync")
 
-    def placement(self, client):
-        return _who_has(
-            client, {(self.array.name,) + k: k for k in itertools.product(*(range(len(c)) for c in self.chunks))}
-        )
+    def held_keys(self):
+        return {(self.array.name,) + k: k for k in itertools.product(*(range(len(c)) for c in self.chunks))}
 
 
 class PersistedSource(Source):
@@ -254,10 +257,8 @@ class PersistedSource(Source):
         b = self.blocks[tuple(key)]
         return b.result() if is_future(b) else b
 
-    def placement(self, client):
-        if not self.graph:
-            return None
-        return _who_has(client, {b.key: k for k, b in self.blocks.items()})
+    def held_keys(self):
+        return {b.key: k for k, b in self.blocks.items()} if self.graph else None
 
 
 class SiteGone(Exception):
@@ -271,25 +272,27 @@ def is_future(x) -> bool:
 RECOMPUTE_WAIT_S = 300  # how long planning waits for persisted blocks Dask is recomputing
 
 
-def _who_has(client, dask_keys: dict):
-    """{block key: (worker,)} if every dask key is in memory on the cluster, else None."""
-    if client is None:
-        return None
+def placements_of(client, held: dict) -> dict:
+    """{name: {block key: (worker, ...)}} for each ``held[name]`` ({dask key: block key}) whose
+    every block is in memory on the cluster (one scheduler round trip for all of them; the
+    replicas reported are held for the plan, see ``amm.py``). Blocks Dask is recomputing (their
+    worker died) are waited for, then planned where they land."""
+    if client is None or not held:
+        return {}
     from distributed import Future, wait
 
     from .amm import who_has_held
 
-    keys = list(dask_keys)
+    keys = [dk for keys in held.values() for dk in keys]
     who, computing = client.run_on_scheduler(who_has_held, keys=keys)
-    if computing:  # blocks being recomputed (their worker died): planned where they land
+    if computing:
         wait([Future(k, client) for k in computing], timeout=RECOMPUTE_WAIT_S)
         who, _ = client.run_on_scheduler(who_has_held, keys=keys)
     out = {}
-    for dk, k in dask_keys.items():
-        holders = who.get(dk) or who.get(str(dk))
-        if not holders:
-            return None
-        out[k] = tuple(sorted(holders))  # every replica: a move to a holder is free
+    for name, keys in held.items():
+        found = {k: tuple(sorted(who.get(dk) or who.get(str(dk)) or ())) for dk, k in keys.items()}
+        if all(found.values()):
+            out[name] = found  # every replica: a move to a holder is free
     return out
 
 
