@@ -26,6 +26,9 @@ def parse_args(argv):
                    help="emulate a cluster network shaped to RATE (tc units, e.g. 250mbit); needs root")
     r.add_argument("--repeat", type=int, default=None, help="timed runs after the warm-up (default 3; 1 with --quick)")
     r.add_argument("--quick", action="store_true", help="small sizes: a 1-2 minute smoke run")
+    r.add_argument("--size", choices=("default", "large"), default="default",
+                   help="large: the matmuls at 4000³, 1000×64000×1000, 8000×1000×8000 in 1000² blocks "
+                        "(only workloads with a large size run)")
     r.add_argument("--only", default=None, help="comma-separated workload names")
     r.add_argument("--competitors", default=",".join(ALL_COMPETITORS),
                    help=f"comma-separated subset of {','.join(ALL_COMPETITORS)}")
@@ -123,8 +126,13 @@ def run(args):
     has_torch = importlib.util.find_spec("torch") is not None
     if "torch" in comps and not has_torch:
         print("[bench] torch not installed: skipping the PyTorch competitor (pip install torch==2.13.0)")
+    large = args.size == "large"
+    if large and args.quick:
+        sys.exit("--quick and --size large exclude each other")
+    if large:
+        workloads = [w for w in workloads if w.large is not None]
     label = args.label or (("net-" + args.net if args.net else "loopback") + ("-lazy" if args.inputs == "lazy" else "")
-                           + ("-quick" if args.quick else ""))
+                           + ("-quick" if args.quick else "") + ("-large" if large else ""))
     print(f"[bench] machine: {machine()}")
     print(f"[bench] versions: {versions()}")
     print(f"[bench] load average: {load()}")
@@ -145,7 +153,7 @@ def run(args):
         runner = ClusterRunner(client, lazy_inputs=args.inputs == "lazy")
         try:
             for w in runnable:
-                dims = w.size(args.quick)
+                dims = w.size(args.quick, large)
                 t_w = time.time()
                 print(f"\n[bench] {w.name}: {w.title}\n        {describe_dims(w, dims)} "
                       f"({input_bytes(w, dims) / 2**20:.0f} MiB of inputs; {w.note})")

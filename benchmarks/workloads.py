@@ -9,7 +9,8 @@ placed inputs) so they are not computed once per output. For dask.array and NumP
 nothing.
 
 Sizes are the papers' shapes scaled down (ratios kept where they matter); ``--quick``
-shrinks every dim about 3×. Inputs are ``dt.random`` arrays with fixed seeds, so every
+shrinks every dim about 3×; ``--size large`` runs the three matmuls at the demo's shapes
+(4000³, 1000×64000×1000, 8000×1000×8000 in 1000² blocks), where communication dominates. Inputs are ``dt.random`` arrays with fixed seeds, so every
 system computes on identical data.
 """
 from __future__ import annotations
@@ -37,8 +38,11 @@ class Workload:
     flops: Callable | None = None
     kind_of_output: str = "array"
     extra: dict = field(default_factory=dict)
+    large: dict | None = None        # --size large dims (where communication dominates)
 
-    def size(self, quick: bool) -> dict:
+    def size(self, quick: bool, large: bool = False) -> dict:
+        if large:
+            return self.large if self.large is not None else self.dims
         return self.quick if quick else self.dims
 
 
@@ -188,19 +192,22 @@ def solve_general(xp, x, barrier):
     return (_linalg(xp).solve(a + a.shape[0] * _eye_like(xp, a), x["B"]),)
 
 
-def _mm(name, title, full, quick, note):
+def _mm(name, title, full, quick, note, large):
     return Workload(name, title, "matmul", full, quick, _mm_inputs, matmul, needs=("matmul",),
-                    note=note, flops=_mm_flops)
+                    note=note, flops=_mm_flops, large=large)
 
 
 SUITES = {
     "paper": [
         _mm("mm-general", "Matmul: two general matrices", dict(I=1600, K=1600, J=1600),
-            dict(I=500, K=500, J=500), "paper: I=K=J=4e4"),
+            dict(I=500, K=500, J=500), "paper: I=K=J=4e4",
+            dict(I=4000, K=4000, J=4000, bi=4, bk=4, bj=4)),
         _mm("mm-common-large", "Matmul: a common large dim", dict(I=400, K=25600, J=400),
-            dict(I=128, K=8192, J=128), "paper: I=J=1e4, K=6.4e5"),
+            dict(I=128, K=8192, J=128), "paper: I=J=1e4, K=6.4e5",
+            dict(I=1000, K=64000, J=1000, bi=1, bk=64, bj=1)),
         _mm("mm-two-large", "Matmul: two large dims", dict(I=3200, K=400, J=3200),
-            dict(I=1024, K=128, J=1024), "paper: I=J=8e4, K=1e4"),
+            dict(I=1024, K=128, J=1024), "paper: I=J=8e4, K=1e4",
+            dict(I=8000, K=1000, J=8000, bi=8, bk=1, bj=8)),
         Workload("nn-large", "Nearest neighbour, Riemannian metric: Large (many points)", "nn",
                  dict(N=16000, D=640), dict(N=4000, D=200), _nn_inputs, nearest,
                  needs=("subtract", "matmul", "multiply", "sum", "argmin"),
