@@ -33,6 +33,20 @@ _held: dict = {}  # key -> time.monotonic() until which its replicas stay (in th
 COMPUTING = ("waiting", "processing", "queued", "no-worker")
 
 
+def workers_info(dask_scheduler) -> dict:
+    """On the scheduler: {address: {"memory_limit", "resources"}}: what planning reads of the
+    workers (as ``Client.scheduler_info()["workers"]`` has it)."""
+    return {
+        a: {"memory_limit": ws.memory_limit, "resources": dict(ws.resources or {})}
+        for a, ws in dask_scheduler.workers.items()
+    }
+
+
+def snapshot(dask_scheduler, keys, seconds=HOLD_S) -> tuple:
+    """On the scheduler, in one round trip: (``workers_info``, *``who_has_held``)."""
+    return (workers_info(dask_scheduler), *who_has_held(dask_scheduler, keys, seconds))
+
+
 def who_has_held(dask_scheduler, keys, seconds=HOLD_S) -> tuple:
     """On the scheduler: ({key: [worker, ...]} for the keys in memory, whose replicas are then
     kept for ``seconds`` (see the module doc); [keys being computed], e.g. persisted blocks

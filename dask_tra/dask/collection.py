@@ -69,8 +69,10 @@ class DaskCollection(DaskMethodsMixin):
         return entry.plan, entry.where
 
     def _planned_entry(self, sites=None) -> Planned:
-        where = current_sites(sites, chunk_backends(self.expr))
-        placements = input_placements(self.sources, where) if self.expr.children else {}
+        held = held_inputs(self.sources) if self.expr.children else {}
+        info, found = cluster_snapshot(held) if sites is None else (None, None)
+        where = current_sites(sites, chunk_backends(self.expr), info)
+        placements = input_placements(self.sources, where, held, found) if self.expr.children else {}
         cache_key = plan_cache_key(where, placements)
         if cache_key not in self._plans:
             self._plans[cache_key] = Planned(self._make_plan(where, placements), where)
@@ -233,7 +235,26 @@ def _report_reads(reads):
         diagnostics.register_reads(reads)
 
 
-def input_placements(sources, where) -> dict:
+def held_inputs(sources) -> dict:
+    """{input name: {dask key: block key}} for the inputs whose blocks may be on the cluster."""
+    return {name: keys for name, src in sources.items() if (keys := src.held_keys()) is not None}
+
+
+def cluster_snapshot(held: dict) -> tuple:
+    """(the workers' info, where ``held``'s keys are) in one scheduler round trip, when a Client
+    is active and an input may be on the cluster; else (None, None), and each is asked for
+    separately."""
+    client = active_client()
+    if not held or client is None or client.status != "running" or _in_event_loop(client):
+        return None, None
+    from .amm import snapshot
+
+    ensure_installed(client)
+    info, who, computing = client.run_on_scheduler(snapshot, keys=[dk for keys in held.values() for dk in keys])
+    return info, (who, computing)
+
+
+def input_placements(sources, where, held=None, found=None) -> dict:
     """{input name: {key: (site,)}} for inputs already on the cluster (planned where they are).
 
     A block may have replicas on several workers (earlier work copied it, ``replicate``,
@@ -244,9 +265,9 @@ def input_placements(sources, where) -> dict:
     placements = {}
     if where.client is not None and not _in_event_loop(where.client):
         ensure_installed(where.client)
-        held = {name: keys for name, src in sources.items() if (keys := src.held_keys()) is not None}
-        for name, found in placements_of(where.client, held).items():
-            chosen = on_sites(found, where)
+        held = held_inputs(sources) if held is None else held
+        for name, holders in placements_of(where.client, held, found).items():
+            chosen = on_sites(holders, where)
             if chosen is not None:
                 placements[name] = chosen
     return placements

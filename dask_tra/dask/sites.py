@@ -27,8 +27,9 @@ def active_client():
         return None
 
 
-def current_sites(sites=None, backends=("numpy",)) -> Sites:
-    """Sites for planning now: an explicit count, else the active Client's workers, else config.
+def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
+    """Sites for planning now: an explicit count, else the active Client's workers (``info``:
+    their ``scheduler_info()["workers"]`` when already fetched), else config.
 
     For GPU chunks (``backends`` holds "cupy", or a CUDA ``device`` is configured) the sites are
     the workers with a GPU resource, and the per-site limit is the smaller of host and GPU memory.
@@ -41,7 +42,8 @@ def current_sites(sites=None, backends=("numpy",)) -> Sites:
         return Sites(int(sites), None, gpu.site_memory_limit(limit, backends, None, glimit, device))
     client = active_client()
     if client is not None and client.status == "running":
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        if info is None:
+            info = client.scheduler_info(n_workers=-1)["workers"]
         if info and gpu.uses_device_memory(backends, device):
             info = {a: info[a] for a in gpu.gpu_workers(client, info)} or info
         if info:

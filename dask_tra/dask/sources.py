@@ -22,6 +22,7 @@ import itertools
 import uuid
 
 import numpy as np
+from distributed import Future
 
 from .. import backends, config
 from ..tra import Input, RelationType
@@ -266,25 +267,27 @@ class SiteGone(Exception):
 
 
 def is_future(x) -> bool:
-    return type(x).__name__ == "Future" and hasattr(x, "key")
+    """A ``distributed.Future``."""
+    return isinstance(x, Future)
 
 
 RECOMPUTE_WAIT_S = 300  # how long planning waits for persisted blocks Dask is recomputing
 
 
-def placements_of(client, held: dict) -> dict:
+def placements_of(client, held: dict, found: tuple | None = None) -> dict:
     """{name: {block key: (worker, ...)}} for each ``held[name]`` ({dask key: block key}) whose
-    every block is in memory on the cluster (one scheduler round trip for all of them; the
-    replicas reported are held for the plan, see ``amm.py``). Blocks Dask is recomputing (their
-    worker died) are waited for, then planned where they land."""
+    every block is in memory on the cluster (one scheduler round trip for all of them, or
+    ``found``: ``amm.who_has_held``'s answer already fetched; the replicas reported are held for
+    the plan, see ``amm.py``). Blocks Dask is recomputing (their worker died) are waited for,
+    then planned where they land."""
     if client is None or not held:
         return {}
-    from distributed import Future, wait
+    from distributed import wait
 
     from .amm import who_has_held
 
     keys = [dk for keys in held.values() for dk in keys]
-    who, computing = client.run_on_scheduler(who_has_held, keys=keys)
+    who, computing = found if found is not None else client.run_on_scheduler(who_has_held, keys=keys)
     if computing:
         wait([Future(k, client) for k in computing], timeout=RECOMPUTE_WAIT_S)
         who, _ = client.run_on_scheduler(who_has_held, keys=keys)

@@ -28,18 +28,36 @@ from .symbolic import key_bytes
 @dataclass(eq=False)
 class Plan:
     """A chosen plan: the expressions, the alternative chosen for each, its exact predicted cost,
-    and the report. ``root``/``roots``: the IA plan, built on first use."""
+    and the report. ``explain`` (the report) and ``root``/``roots`` (the IA plan) are built on
+    first use: a plan replayed from the cache for a new SGD step needs neither to be chosen."""
 
     exprs: tuple
     sites: int
     alts: tuple
     cost: Cost
-    explain: Explain
+    cands: dict  # id(alt) -> the chosen candidate's costing (``symbolic.Cand``)
+    rates: Rates
     layouts: tuple = field(default=())  # per root: where each result tuple is (one site per key)
 
     @cached_property
     def roots(self) -> list[IANode]:
         return build(self.alts, self.sites)
+
+    @cached_property
+    def explain(self) -> Explain:
+        ops, steps = _report(self.alts, self.cands)
+        cost = self.cost
+        return Explain(
+            "\n".join(render(e) for e in self.exprs),
+            self.sites,
+            ops,
+            cost.bytes_moved,
+            dict(cost.peak_memory),
+            gather_bytes=sum(_gather_bytes(a) for a in self.alts),
+            ia_plan="\n".join(steps),
+            predicted_seconds=cost.seconds,
+            breakdown=self.rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)),
+        )
 
     @property
     def root(self) -> IANode:
@@ -106,21 +124,7 @@ def plan_many(
         template = _template(alts, order, cost, cands)
         cache.put(exact, template)
         cache.put(loose, template)
-    ops, steps = _report(alts, cands)
-    gather = sum(_gather_bytes(a) for a in alts)
-    text = "\n".join(render(e) for e in exprs)
-    report = Explain(
-        text,
-        sites,
-        ops,
-        cost.bytes_moved,
-        dict(cost.peak_memory),
-        gather_bytes=gather,
-        ia_plan="\n".join(steps),
-        predicted_seconds=cost.seconds,
-        breakdown=rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)),
-    )
-    return Plan(exprs, sites, alts, cost, report, tuple(a.layout for a in alts))
+    return Plan(exprs, sites, alts, cost, cands, rates, tuple(a.layout for a in alts))
 
 
 def final_costs(roots, s, rates):
