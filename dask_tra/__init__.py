@@ -3,7 +3,8 @@
 from . import config, diagnostics
 from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at dask_tra.array)
 from .array import __all__ as _array_all
-from .core import RelArray
+from .array.core import RelArray
+from . import core  # noqa: F401 (dask_tra.core.RelArray, the class's old home, still works)
 from .autodiff import grad, value_and_grad
 
 __version__ = "0.1.0"

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array.core import RelArray
+
 try:
     from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 except ImportError:  # xarray missing: the entry point is never loaded without it
@@ -36,8 +38,6 @@ except ImportError:  # xarray missing: the entry point is never loaded without i
 
 
 def _is_relarray(data) -> bool:
-    from .core import RelArray
-
     return isinstance(data, RelArray)
 
 
@@ -129,8 +129,6 @@ class DaskTraManager(ChunkManagerEntrypoint):
     available = True
 
     def __init__(self):
-        from .core import RelArray
-
         self.array_cls = RelArray
         _step_dask_aside()
 

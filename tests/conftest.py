@@ -8,8 +8,9 @@ NUMPY_RESULT_TESTS = {
     "test_dropin.py::test_dask_array_script_runs_unchanged[dask_tra.array-random_stats]",
 }
 # The modules --chunk-backend applies to: those comparing RelArrays built from NumPy data with
-# NumPy. The others test the algebra, rules and optimizer over NumPy dicts (or, like
-# test_autodiff, are not yet written for other chunk libraries): they keep NumPy chunks.
+# NumPy. The others keep NumPy chunks: they test the algebra, rules and optimizer over NumPy
+# dicts, or choose their chunk library themselves (test_autodiff_torch.py runs every case of
+# test_autodiff.py on torch chunks; test_backends_*.py).
 CHUNK_BACKEND_MODULES = ("test_array_", "test_dropin", "test_collection", "test_distributed", "test_faults",
                          "test_eindecomp")
 

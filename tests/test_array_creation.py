@@ -122,3 +122,34 @@ def test_bad_creation_arguments_fail_at_call_time():
         da.ones((4, 4), chunks=((2, 2),))
     with pytest.raises(ValueError):
         da.full((2, 2), [1, 2])
+
+
+def test_one_asarray():
+    """One implementation: the namespace's and the Array API's ``asarray`` are creation's (the
+    Array API one only adds ``copy=``/``device=``); the plumbing module has none."""
+    from dask_tra.array import creation, namespace, relations
+
+    assert da.asarray is creation.asarray and da.array is creation.asarray
+    assert not hasattr(relations, "asarray")
+    x = np.arange(4.0)
+    y = namespace.asarray(x, copy=True)
+    x[0] = 7.0
+    assert_eq(y, np.arange(4.0))
+    with pytest.raises(ValueError, match="unsupported device"):
+        namespace.asarray(x, device="cuda")
+
+
+def test_asarray_of_dask_collections():
+    """Dask collections are told apart by ``dask.base.is_dask_collection``: a dask.array is
+    wrapped lazily; any other Dask collection is refused (only dask.arrays are arrays)."""
+    from dask_tra.array.relations import is_dask
+
+    d = dask.array.arange(6, chunks=4)
+    assert is_dask(d) and is_dask(dask.delayed(1)) and not is_dask(np.ones(2))
+    assert not is_dask(da.ones(3))  # a RelArray is a Dask collection too, but not a foreign one
+    x = da.asarray(d)
+    assert [type(n).__name__ for n in x.expr.walk()] == ["Input"] and x.chunks == ((4, 2),)
+    assert da.from_array(d, chunks=3).chunks == ((3, 3),)
+    for f in (da.asarray, da.from_array):
+        with pytest.raises(TypeError, match="from_dask expects a dask.array.Array, got Delayed"):
+            f(dask.delayed(np.ones)(3))

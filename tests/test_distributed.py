@@ -141,3 +141,14 @@ def test_rates_are_measured_once_on_the_cluster(client):
     assert b["compute_s"] == pytest.approx(b["busiest_site_flops"] / r["flop_rate"])
     with dt.config.set(bandwidth=1e3, task_overhead=1e-3, flop_rate=1e9):  # config wins
         assert (x @ x).explain().breakdown["transfer_s"] == pytest.approx((x @ x).explain().predicted_bytes / 1e3)
+
+
+def test_is_future_is_a_type_check(client):
+    from dask_tra.dask.sources import is_future
+
+    class Future:  # a class of the same name, with a key, is not a distributed.Future
+        key = "x"
+
+    fut = client.submit(int, 1)
+    assert is_future(fut) and not is_future(Future()) and not is_future(fut.key)
+    assert fut.result() == 1

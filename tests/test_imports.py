@@ -1,7 +1,16 @@
-"""The package's import structure, read from the source (nothing is imported):
+"""The package's import structure, read from the source (nothing is imported), and checked
+by importing:
 
-- module-level imports (those that run when a module is imported: not inside functions, nor
-  under ``if TYPE_CHECKING:``) form no cycle among dask_tra's modules;
+- imports form no cycle among dask_tra's modules. An edge is an import statement anywhere in
+  a module (function bodies included; ``if TYPE_CHECKING:`` blocks excepted), plus the
+  parent packages it runs: importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``
+  first. The importer's own parent packages are left out (Python has run them before the
+  importer), as are the function-level imports of the modules in ``CALL_TIME_CYCLE``:
+  RelArray's methods and NumPy protocols (``x.sum()``, ``x + y``, ``np.sum(x)``) call the
+  namespace function of their name, and that function builds RelArrays, so the class and
+  its namespace import each other at call time by design. Module-level imports alone must
+  form no cycle at all (``test_no_module_level_import_cycle``);
+- every module imports on its own in a fresh interpreter (``python -c "import dask_tra.X"``);
 - the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
   import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.dask),
   anywhere in their code (function bodies included), and neither does anything they import
@@ -10,6 +19,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +29,8 @@ PACKAGE = "dask_tra"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 PURE = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer")
 FORBIDDEN = ("dask", "distributed", "dask_tra.dask")
+# modules whose function-level imports may close a cycle (see the module doc)
+CALL_TIME_CYCLE = ("dask_tra.array.methods", "dask_tra.array.dispatch")
 
 
 def _module_name(path: Path) -> str:
@@ -86,12 +99,26 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     return out
 
 
-def import_graph(module_level: bool = True) -> dict[str, set[str]]:
-    """module -> the dask_tra modules it imports (and, for outside names, the names themselves)."""
+def _parents(name: str) -> list[str]:
+    """The packages above ``name``: ``a.b.c`` -> ``["a", "a.b"]``."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def import_graph(module_level: bool = True, parents: bool = False,
+                 exempt: tuple = ()) -> dict[str, set[str]]:
+    """module -> the dask_tra modules it imports (and, for outside names, the names themselves).
+    ``parents``: also the parent packages an import runs, except the importer's own.
+    ``exempt``: modules whose function-level imports are left out."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        graph[name] = {t for node in _import_nodes(tree, module_level) for t in _targets(name, node)}
+        nodes = _import_nodes(tree, module_level or name in exempt)
+        targets = {t for node in nodes for t in _targets(name, node)}
+        if parents:
+            own = set(_parents(name))
+            targets |= {p for t in targets if t.startswith(PACKAGE + ".") for p in _parents(t) if p not in own}
+        graph[name] = targets
     return graph
 
 
@@ -140,9 +167,44 @@ def test_import_graph_resolves_relative_imports():
     assert "dask_tra.ia.nodes" in graph["dask_tra.optimizer.layout"]
 
 
+def test_import_graph_adds_parent_packages():
+    graph = import_graph(parents=True)
+    # dask_tra.array.io imports dask_tra.dask.sources: that runs the dask_tra.dask package first
+    # (a namespace package here, listed all the same) but not dask_tra, io's own parent
+    assert {"dask_tra.dask.sources", "dask_tra.dask"} <= graph["dask_tra.array.io"]
+    assert "dask_tra" not in graph["dask_tra.array.io"]
+    # dask_tra.core imports dask_tra.array.core: that runs dask_tra.array's __init__
+    assert "dask_tra.array" in graph["dask_tra.core"]
+    assert "dask_tra.array" not in import_graph()["dask_tra.core"]
+
+
 def test_no_module_level_import_cycle():
-    cycle = find_cycle(import_graph(module_level=True))
+    cycle = find_cycle(import_graph(module_level=True, parents=True))
     assert cycle is None, "module-level import cycle: " + " -> ".join(cycle or ())
+
+
+def test_no_import_cycle():
+    """Function-level imports count too, except those of CALL_TIME_CYCLE (the module doc)."""
+    cycle = find_cycle(import_graph(module_level=False, parents=True, exempt=CALL_TIME_CYCLE))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_every_module_imports_on_its_own():
+    """``python -c "import dask_tra.X"`` in a fresh interpreter, for every module X. Importing
+    ``dask_tra.X`` runs ``dask_tra/__init__`` first, and that imports most modules in a fixed
+    order; so one fresh ``import dask_tra`` covers every module it loads (each one's own
+    ``import`` finds it loaded), and every other module gets its own fresh interpreter."""
+
+    def run(code):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{code!r} failed:\n{done.stderr[-3000:]}"
+        return done.stdout
+
+    out = run("import sys, dask_tra; print(*sorted(m for m in sys.modules if m.split('.')[0] == 'dask_tra'))")
+    loaded = set(out.split())  # (with dask_tra.dask, a namespace package: no file of its own)
+    assert "dask_tra.array.core" in loaded
+    for name in sorted(set(MODULES) - loaded):
+        run(f"import {name}")
 
 
 @pytest.mark.parametrize("package", PURE)
@@ -172,3 +234,11 @@ def test_pure_layers_reach_no_dask_when_imported(package):
             if t in graph and t not in seen:
                 seen[t] = m
                 todo.append(t)
+
+
+def test_relarray_lives_in_the_array_layer():
+    import dask_tra
+    from dask_tra.array.core import RelArray
+
+    assert RelArray.__module__ == "dask_tra.array.core"
+    assert dask_tra.RelArray is dask_tra.core.RelArray is dask_tra.array.Array is RelArray  # old home re-exports

@@ -44,8 +44,12 @@ def test_qr_tall_identities(shape, chunks, dtype):
     np.testing.assert_allclose(Q @ R, a, atol=tol * 10)
     np.testing.assert_allclose(np.tril(R, -1), 0, atol=tol)
     np.testing.assert_allclose(np.abs(np.diag(R)), np.abs(np.diag(np.linalg.qr(a)[1])), rtol=tol * 10)
-    assert q.chunks[0] == da.from_array(a, chunks=chunks).chunks[0] or min(chunks[0] if isinstance(
-        chunks[0], tuple) else (chunks[0],)) < shape[1]
+    rows, (m, n) = da.from_array(a, chunks=chunks).chunks[0], shape
+    if min(rows) >= n:  # row blocks at least as long as the matrix is wide are kept
+        assert q.chunks[0] == rows
+    else:  # else the rows are cut evenly into min(blocks, m // n) blocks
+        k = min(len(rows), m // n)
+        assert q.chunks[0] == tuple(m // k + (i < m % k) for i in range(k))
 
 
 def test_qr_wide_is_sfqr():

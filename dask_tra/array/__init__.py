@@ -57,7 +57,7 @@ from .treereduce import *  # noqa: F401,F403
 from .utils import *  # noqa: F401,F403
 
 
-from ..core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
+from .core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
 
 # dask.array's dtype aliases (``da.float32``)
 _DTYPES = (

@@ -22,7 +22,8 @@ from numbers import Integral
 
 import numpy as np
 
-from .relations import asarray, axis_of, offsets
+from .creation import asarray
+from .relations import axis_of, offsets
 
 # ---------------------------------------------------------------- unify_chunks
 

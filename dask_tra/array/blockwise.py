@@ -39,6 +39,7 @@ from .relations import (
     rekey,
     wrap,
 )
+from .subscripts import read_signature
 
 # ---------------------------------------------------------------- kernels
 
@@ -193,7 +194,7 @@ def blockwise(
     """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
     their index (``None`` for a value passed as is). See the module doc for the lowering."""
     from .rechunk import rechunk_axes
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     if len(args) % 2:
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
@@ -407,7 +408,7 @@ def map_blocks(
     """dask.array.map_blocks: ``func`` on every block (arrays aligned by their trailing axes)."""
     if not callable(func):
         raise TypeError(f"map_blocks: first argument must be callable, got {type(func).__name__}")
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     args = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
     arrs = [a for a in args if is_array(a)]
@@ -566,7 +567,7 @@ def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=
     """dask.array.map_overlap: ``func`` on blocks extended by ``depth`` elements of their
     neighbours (``boundary``: "reflect", "periodic", "nearest", "none" or a constant at the
     array's edges), then the halos trimmed off (``trim``)."""
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     if not callable(func):
         func, args = args[0], (func,) + tuple(args[1:])  # the old (x, func, ...) order
@@ -601,7 +602,7 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
     reads its block plus ``window - 1`` following elements (a gather), then NumPy makes the
     windows on it (``blockwise``)."""
     from .rechunk import take
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     x = _asarray(x)
     window_shape = tuple(int(w) for w in np.atleast_1d(window_shape))
@@ -640,7 +641,7 @@ def _along_axis(block, func1d, axis, fargs, fkwargs):
 def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs):
     """dask.array.apply_along_axis: ``func1d`` on every 1-d slice along ``axis`` (that axis is
     first made one block)."""
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     arr = _asarray(arr)
     axis = axis_of(axis, arr.ndim)
@@ -694,14 +695,12 @@ def apply_gufunc(
     """dask.array.apply_gufunc: ``func`` with a NumPy generalized-ufunc ``signature`` (e.g.
     ``"(i),(i)->()"``) over the loop dimensions; core dimensions must be one block each
     (``allow_rechunk=True`` makes them so). Several outputs run the function once per output."""
-    from numpy.lib._function_base_impl import _parse_gufunc_signature
-
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
     from .structure import moveaxis
 
     if keepdims:
         raise NotImplementedError("apply_gufunc(keepdims=True) is not supported")
-    ins, outs = _parse_gufunc_signature(signature.replace(" ", ""))
+    ins, outs = read_signature(signature)
     if len(ins) != len(args):
         raise ValueError(f"apply_gufunc: signature {signature!r} takes {len(ins)} arguments, got {len(args)}")
     if vectorize:

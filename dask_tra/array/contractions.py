@@ -28,7 +28,8 @@ from ..tra.keyfuncs import KeyPred, dims_equal
 from .elementwise import conj, multiply
 from .kernels import ExtendedEinsum, npx
 from .rechunk import rechunk_axes
-from .relations import asarray, axis_of, nbytes, rekey, wrap
+from .creation import asarray
+from .relations import axis_of, nbytes, rekey, wrap
 from .structure import moveaxis, ravel, reshape, transpose
 from .subscripts import read_subscripts
 

@@ -9,25 +9,13 @@ import numpy as np
 
 from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
-from .io import from_lazy, is_lazy
-from .relations import BlockSource, check_dtype, is_array
-
-
-def _wrap(source):
-    from ..core import RelArray
-
-    return RelArray(source.input, {source.input.name: source})
+from .lazy import from_lazy, is_lazy
+from .rechunk import rechunk
+from .relations import BlockSource, auto_chunks, check_dtype, is_array, is_dask, wrap_source
 
 
 def _shape(shape) -> tuple:
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-
-
-def _auto(chunks, shape, dtype, previous=None):
-    """dask's chunk normalisation, 'auto' included (ValueError if they do not fit the shape)."""
-    from dask.array.core import normalize_chunks
-
-    return normalize_chunks(chunks, tuple(shape), dtype=np.dtype(dtype), previous_chunks=previous)
 
 
 def from_array(x, chunks="auto", name=None, **kwargs):
@@ -35,17 +23,15 @@ def from_array(x, chunks="auto", name=None, **kwargs):
     one read block by block where and when the plan needs it (h5py, zarr, netCDF4, memmap, any
     sliceable array-like; ``lock=`` serialises its reads)."""
     if is_array(x):
-        from .rechunk import rechunk
-
         return x if chunks == "auto" else rechunk(x, chunks)
-    if type(x).__module__.split(".")[0] == "dask":
+    if is_dask(x):
         return from_dask(x) if chunks == "auto" else from_dask(x).rechunk(chunks)
     if is_lazy(x):  # h5py, zarr, netCDF4, memmap: read block by block where needed
         return from_lazy(x, chunks, name=name, lock=kwargs.get("lock", False))
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
         x = np.asarray(x)
     dtype = check_dtype(backends.numpy_dtype(x.dtype))  # torch.float32 -> float32
-    return _wrap(ArraySource(x, _auto(chunks, tuple(x.shape), dtype)))
+    return wrap_source(ArraySource(x, auto_chunks(chunks, tuple(x.shape), dtype)))
 
 
 def from_dask(x):
@@ -57,14 +43,14 @@ def from_dask(x):
     if any(np.isnan(c) for cs in x.chunks for c in cs):
         raise ValueError("from_dask needs known chunk sizes; call x.compute_chunk_sizes() first")
     check_dtype(x.dtype)
-    return _wrap(DaskSource(x))
+    return wrap_source(DaskSource(x))
 
 
 def asarray(a, dtype=None, chunks="auto", **kwargs):
     """A RelArray for ``a`` (RelArray, dask.array, NumPy array, list or scalar), optionally cast."""
     if is_array(a):
         out = a
-    elif type(a).__module__.split(".")[0] == "dask":
+    elif is_dask(a):
         out = from_dask(a)
     else:
         out = from_array(np.asarray(a, dtype=dtype), chunks=chunks)
@@ -79,7 +65,7 @@ def full(shape, fill_value, dtype=None, chunks="auto", **kwargs):
     if np.ndim(fill_value) != 0:
         raise ValueError(f"fill_value must be a scalar, got shape {np.shape(fill_value)}")
     dtype = check_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
-    return _wrap(ConstantSource(fill_value, shape, _auto(chunks, shape, dtype), dtype))
+    return wrap_source(ConstantSource(fill_value, shape, auto_chunks(chunks, shape, dtype), dtype))
 
 
 def zeros(shape, dtype=float, chunks="auto", **kwargs):
@@ -122,7 +108,9 @@ def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
 def _blocks(kind, shape, chunks, dtype, params):
     dtype = check_dtype(dtype)
     backend = backends.get(config.get("backend")).name
-    return _wrap(BlockSource(kind, shape, _auto(chunks, shape, dtype), dtype, params, backend, config.get("device")))
+    return wrap_source(
+        BlockSource(kind, shape, auto_chunks(chunks, shape, dtype), dtype, params, backend, config.get("device"))
+    )
 
 
 def arange(start=0, stop=None, step=1, *, chunks="auto", dtype=None, **kwargs):

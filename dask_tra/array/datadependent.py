@@ -23,13 +23,13 @@ from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
 from ..tra.relation import ChunkAxis
 from .linalg.kernels import FieldsKernel
-from .relations import asarray, axis_of, rekey, wrap
-
-
-def _da():
-    import dask_tra.array as da
-
-    return da
+from . import reductions
+from .creation import from_array
+from .rechunk import rechunk
+from .stacking import concatenate, stack
+from .structure import ravel
+from .creation import asarray
+from .relations import axis_of, rekey, wrap
 
 
 def _mask(a):
@@ -39,7 +39,7 @@ def _mask(a):
 
 
 def _wrap_np(values):
-    return _da().from_array(np.asarray(values))
+    return from_array(np.asarray(values))
 
 
 def nonzero(a):
@@ -56,10 +56,9 @@ def argwhere(a):
 
 def compress(condition, a, axis=None):
     """The slices of ``a`` along ``axis`` where ``condition`` holds (only the condition computes)."""
-    da = _da()
     a = asarray(a)
     if axis is None:
-        a, axis = da.ravel(a), 0
+        a, axis = ravel(a), 0
     axis = axis_of(axis, a.ndim)
     cond = np.asarray(condition, dtype=bool)
     if cond.ndim != 1:
@@ -70,8 +69,7 @@ def compress(condition, a, axis=None):
 
 
 def extract(condition, arr):
-    da = _da()
-    return compress(np.ravel(_mask(condition)), da.ravel(asarray(arr)))
+    return compress(np.ravel(_mask(condition)), ravel(asarray(arr)))
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False):
@@ -82,8 +80,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False):
 
 
 def union1d(ar1, ar2):
-    da = _da()
-    return unique(da.concatenate([da.ravel(asarray(ar1)), da.ravel(asarray(ar2))]))
+    return unique(concatenate([ravel(asarray(ar1)), ravel(asarray(ar2))]))
 
 
 class Counts(FieldsKernel):
@@ -119,7 +116,7 @@ def _counted(x, weights, kernel):
         parents = (x,)
     else:
         w = asarray(weights)
-        w = _da().rechunk(w, x.chunks[: w.ndim])
+        w = rechunk(w, x.chunks[: w.ndim])
         keys = list(range(w.ndim))
         expr, parents = Join(x.expr, w.expr, keys, keys, kernel), (x, w)
     return wrap(rekey(Aggregate(expr, [], K.add), [None] * len(kernel.n)), *parents)
@@ -127,15 +124,14 @@ def _counted(x, weights, kernel):
 
 def bincount(x, weights=None, minlength=0):
     """numpy.bincount: the length comes from one max-reduction, the counts from the TRA."""
-    da = _da()
     x = asarray(x)
     if x.ndim != 1 or x.dtype.kind not in "iub":
         raise ValueError("bincount: x must be a 1-d array of non-negative integers")
     if minlength < 0:
         raise ValueError("minlength must be non-negative")
-    if x.size and int(da.min(x).compute()) < 0:
+    if x.size and int(reductions.min(x).compute()) < 0:
         raise ValueError("'list' argument must have no negative elements")
-    n = max(int(da.max(x).compute()) + 1 if x.size else 0, minlength)
+    n = max(int(reductions.max(x).compute()) + 1 if x.size else 0, minlength)
     dtype = np.intp if weights is None else np.result_type(asarray(weights).dtype, np.float64)
     return _counted(x, weights, Counts(n, None, weights is not None, dtype))
 
@@ -144,8 +140,7 @@ def _edges(a, bins, range):
     if np.ndim(bins) == 1:
         return np.asarray(bins, dtype=float)
     if range is None:
-        da = _da()
-        range = (float(da.min(a).compute()), float(da.max(a).compute())) if a.size else (0.0, 1.0)
+        range = (float(reductions.min(a).compute()), float(reductions.max(a).compute())) if a.size else (0.0, 1.0)
     return np.histogram_bin_edges(np.empty(0), int(bins), range=range)
 
 
@@ -165,9 +160,8 @@ def histogram(a, bins=10, range=None, normed=False, weights=None, density=None):
 
 def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=None):
     """numpy.histogramdd of a (points, D) array or a sequence of D 1-d arrays: ``(counts, edges)``."""
-    da = _da()
     if isinstance(sample, (list, tuple)):
-        sample = da.stack([da.ravel(asarray(s)) for s in sample], axis=1)
+        sample = stack([ravel(asarray(s)) for s in sample], axis=1)
     sample = asarray(sample)
     if sample.ndim != 2:
         raise ValueError("histogramdd: sample must be (points, D) or a sequence of D arrays")
@@ -177,7 +171,7 @@ def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=
     if len(bins) != d or len(ranges) != d:
         raise ValueError(f"histogramdd: {d} dimensions need {d} bins and ranges")
     edges = [_edges(sample[:, i], b, r) for i, (b, r) in enumerate(zip(bins, ranges))]
-    sample = da.rechunk(sample, {1: (d,)})
+    sample = rechunk(sample, {1: (d,)})
     w = None if weights is None else asarray(weights)
     counts = _counted(sample, w, Counts([len(e) - 1 for e in edges], edges, w is not None, np.float64, dd=True))
     if density:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import RelArray
+
 # NumPy functions that only read dtypes: answered from metadata
 DTYPE_ONLY = {np.result_type, np.can_cast, np.min_scalar_type}
 REDUCE_UFUNCS = {
@@ -61,8 +63,6 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
 
 
 def array_function(func, types, args, kwargs):
-    from ..core import RelArray
-
     if func in DTYPE_ONLY:
         swap = [a.dtype if isinstance(a, RelArray) else a for a in args]
         return func(*swap, **kwargs)

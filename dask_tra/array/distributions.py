@@ -71,22 +71,23 @@ def _bind(name, params, args, kwargs):
 
 def draw(method, size, chunks, seed, dtype, params, trailing=None):
     """A random RelArray of generator ``method`` with ``params`` (checked now by a zero-size draw)."""
-    from .creation import _auto, _shape, _wrap
+    from .creation import _shape
+    from .relations import auto_chunks, wrap_source
 
     getattr(np.random.default_rng(0), method)(size=(0,), **params)
     shape = () if size is None else _shape(size)
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     if trailing is None:
-        src = RandomSource(method, shape, _auto(chunks, shape, dtype), seed, dtype)
+        src = RandomSource(method, shape, auto_chunks(chunks, shape, dtype), seed, dtype)
     else:
         full = shape + (trailing,)
-        chunks = _auto(
+        chunks = auto_chunks(
             chunks if isinstance(chunks, str) or np.ndim(chunks) == 0 else tuple(chunks) + (trailing,), full, dtype
         )
         src = TrailingRandomSource(method, full, chunks[:-1] + ((trailing,),), seed, dtype)
     src.params = params  # set after: a parameter may be called "shape" (gamma)
-    return _wrap(src)
+    return wrap_source(src)
 
 
 class TrailingRandomSource(RandomSource):
@@ -171,7 +172,8 @@ def multivariate_hypergeometric(colors, nsample, size=None, method="marginals", 
 
 def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
     """Samples of ``a`` (an int: ``arange(a)``; or a 1-d array), with probabilities ``p``."""
-    from .creation import _auto, _shape
+    from .creation import _shape
+    from .relations import auto_chunks
 
     if hasattr(a, "compute"):
         a = np.asarray(a)
@@ -179,7 +181,7 @@ def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
     if pop.ndim != 1:
         raise ValueError("a must be a 1-dimensional array or a positive integer")
     shape = () if size is None else _shape(size)
-    if not replace and any(len(c) > 1 for c in _auto(chunks, shape, pop.dtype)):
+    if not replace and any(len(c) > 1 for c in auto_chunks(chunks, shape, pop.dtype)):
         raise NotImplementedError(
             "choice(replace=False) needs the output in one chunk (draws per chunk could repeat across chunks)"
         )
@@ -193,7 +195,7 @@ def permutation(x, seed=None):
     """A random permutation of ``arange(x)`` (x an int) or of ``x`` along its first axis."""
     from .creation import arange
     from .rechunk import take
-    from .relations import asarray
+    from .creation import asarray
 
     x = arange(int(x)) if np.ndim(x) == 0 and not hasattr(x, "shape") else asarray(x)
     index = np.random.default_rng(seed).permutation(x.shape[0])

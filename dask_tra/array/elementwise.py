@@ -190,7 +190,7 @@ def to_backend(x, backend, device=None):
     ``Transform`` with a conversion kernel, run where each chunk is). ``device`` (torch: e.g.
     ``"cuda"``; CuPy: a device number) defaults to the worker's default device."""
     from ..tra import Transform
-    from .relations import asarray as _asarray
+    from .creation import asarray as _asarray
 
     x = _asarray(x)
     name = backends.get(backend).name

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .relations import asarray, axis_of, offsets
+from .creation import asarray
+from .relations import axis_of, offsets
 
 
 def ffill_block(block, axis):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .io import narrow
+from .lazy import narrow
 from .rechunk import take
 from .relations import is_array
 

@@ -10,7 +10,8 @@ from ..tra import Join
 from .elementwise import elementwise, subtract
 from .kernels import Op, Triangle, npx
 from .rechunk import run_chunks, take
-from .relations import BlockSource, asarray, axes_of, axis_of, grid, offsets, param_relation, wrap
+from .creation import asarray
+from .relations import BlockSource, auto_chunks, axes_of, axis_of, grid, offsets, param_relation, wrap, wrap_source
 from .stacking import concatenate
 from .structure import ravel, reshape
 
@@ -68,12 +69,8 @@ def broadcast_to(x, shape, chunks=None):
     off = len(shape) - x.ndim
     if chunks is None:
         chunks = tuple((s,) if d < off or x.shape[d - off] != s else x.chunks[d - off] for d, s in enumerate(shape))
-    from .creation import _auto
-
-    src = BlockSource("template", shape, _auto(chunks, shape, np.bool_), np.bool_)
-    from ..core import RelArray
-
-    template = RelArray(src.input, {src.input.name: src})
+    src = BlockSource("template", shape, auto_chunks(chunks, shape, np.bool_), np.bool_)
+    template = wrap_source(src)
     return elementwise("broadcastTo", broadcast_like, x, template, dtype=x.dtype)
 
 

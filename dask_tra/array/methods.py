@@ -83,7 +83,8 @@ def _scalar(convert):
 def _cast(value, dtype):
     """``value`` cast to ``dtype`` as NumPy's item assignment does (unsafe casting; NumPy's errors,
     e.g. for NaN into integers or Python ints out of range); a RelArray or dask array stays lazy."""
-    from .relations import asarray, is_array
+    from .creation import asarray
+    from .relations import is_array
 
     if is_array(value) or hasattr(value, "dask"):
         return asarray(value).astype(dtype)

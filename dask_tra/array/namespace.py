@@ -15,6 +15,7 @@ import numpy as _np
 import dask_tra.array as _da
 from . import namespace_fft as fft  # noqa: F401 (the Array API extensions)
 from . import namespace_linalg as linalg  # noqa: F401
+from .creation import asarray as _asarray  # the one asarray; the standard's below wraps it
 from .relations import is_array as _is_array
 
 __array_api_version__ = "2024.12"
@@ -74,7 +75,7 @@ def _integral_keeps(name):
     f = getattr(_da, name)
 
     def g(x, /):
-        x = _da.asarray(x)
+        x = _asarray(x)
         return _da.astype(x, x.dtype) if x.dtype.kind in "biu" else f(x)
 
     g.__name__ = name
@@ -85,12 +86,12 @@ ceil, floor, trunc = (_integral_keeps(n) for n in ("ceil", "floor", "trunc"))
 
 
 def round(x, /):  # noqa: A001
-    x = _da.asarray(x)
+    x = _asarray(x)
     return _da.astype(x, x.dtype) if x.dtype.kind in "biu" else _da.round(x)
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002
-    x = _da.asarray(x)
+    x = _asarray(x)
     return _da.astype(_da.clip(x, min, max), x.dtype, copy=False)
 
 
@@ -105,12 +106,13 @@ def _dev(device):
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
-    """``copy=True``: a new array that a later item assignment to ``obj`` (or a change of the
-    NumPy data it wraps) leaves alone."""
+    """``creation.asarray`` with the standard's ``device=`` and ``copy=``. ``copy=True``: a new
+    array that a later item assignment to ``obj`` (or a change of the NumPy data it wraps)
+    leaves alone."""
     _dev(device)
     if copy and not _is_array(obj):
         obj = _np.array(obj, copy=True)
-    out = _da.asarray(obj, dtype=dtype)
+    out = _asarray(obj, dtype=dtype)
     return out.copy() if copy and out is obj else out
 
 
@@ -166,7 +168,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    return _da.asarray(_np.from_dlpack(x))
+    return _asarray(_np.from_dlpack(x))
 
 
 def meshgrid(*arrays, indexing="xy"):
@@ -363,7 +365,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
 
 
 def nonzero(x, /):
-    if _da.asarray(x).ndim == 0:
+    if _asarray(x).ndim == 0:
         raise ValueError("nonzero of a 0-d array")
     return _da.nonzero(x)
 

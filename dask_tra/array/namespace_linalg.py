@@ -11,7 +11,7 @@ from .contractions import matmul, vecdot  # noqa: F401
 from .contractions import tensordot as _tensordot
 from .linalg.batched import batched as _batched
 from .linalg.batched import batched_solve as _batched_solve
-from .relations import asarray as _asarray
+from .creation import asarray as _asarray
 from .structure import matrix_transpose  # noqa: F401
 
 QRResult = _namedtuple("QRResult", ["Q", "R"])

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import elementwise as ew
 from . import reductions as red
-from .relations import asarray
+from .creation import asarray
 
 
 def _has_nan(a) -> bool:

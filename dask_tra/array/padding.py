@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rechunk import take
-from .relations import asarray
+from .creation import asarray
 
 _INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
 _STAT_MODES = {"maximum": "max", "minimum": "min", "mean": "mean"}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .blockwise import blockwise
-from .relations import asarray, axes_of
+from .creation import asarray
+from .relations import axes_of
 
 _NUMPY = {"median": np.median, "nanmedian": np.nanmedian, "quantile": np.quantile, "nanquantile": np.nanquantile}
 

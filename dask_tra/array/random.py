@@ -12,9 +12,9 @@ import numpy as np
 
 from ..dask.sources import RandomSource
 from . import distributions
-from .creation import _auto, _shape, _wrap
+from .creation import _shape
+from .relations import auto_chunks, check_dtype, wrap_source
 from .distributions import *  # every distribution, re-exported
-from .relations import check_dtype
 
 
 def _make(method, shape, chunks, seed, dtype=np.float64, **params):
@@ -24,7 +24,7 @@ def _make(method, shape, chunks, seed, dtype=np.float64, **params):
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
     dtype = check_dtype(dtype)
-    return _wrap(RandomSource(method, shape, _auto(chunks, shape, dtype), seed, dtype, **params))
+    return wrap_source(RandomSource(method, shape, auto_chunks(chunks, shape, dtype), seed, dtype, **params))
 
 
 def random(size, chunks="auto", seed=None, dtype=np.float64):

@@ -27,7 +27,8 @@ from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
 from .elementwise import elementwise, isnan, logical_not, not_equal
 from .kernels import ARRAY, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, dtype_of, npx
-from .relations import asarray, axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
+from .creation import asarray
+from .relations import axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
 fmax, fmin = K.fmax, K.fmin
 

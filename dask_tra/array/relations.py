@@ -1,5 +1,5 @@
 """Shared plumbing of the array frontend: relations under construction, rekeys, parameter
-relations, argument checks.
+relations, argument checks, chunk normalisation.
 
 A ``Rel`` is a TRA expression plus the sources its inputs need; a ``RelArray`` is a Rel
 whose expression is an array relation (key dim i counts blocks along axis i).
@@ -13,6 +13,7 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
+from dask.base import is_dask_collection
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..dask.sources import Source, fresh_name
@@ -21,6 +22,7 @@ from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, select_dims
 from ..tra.tasks import Data
 from ..tra.relation import infer_axis
+from .core import RelArray
 
 SUPPORTED_KINDS = "biufc"
 
@@ -43,28 +45,29 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 
 def wrap(expr, *parents, extra=None):
     """A RelArray over ``expr`` reading the sources of ``parents``."""
-    from ..core import RelArray
-
     return RelArray(expr, rel_of(*parents, extra=extra))
 
 
-def is_array(x) -> bool:
-    from ..core import RelArray
+def wrap_source(source):
+    """A RelArray reading one source (its ``input``)."""
+    return RelArray(source.input, {source.input.name: source})
 
+
+def is_array(x) -> bool:
     return isinstance(x, RelArray)
 
 
-def asarray(x, chunks="auto"):
-    """A RelArray for ``x`` (RelArray, dask.array, NumPy array, list or scalar)."""
-    if is_array(x):
-        return x
-    if type(x).__module__.split(".")[0] == "dask" and hasattr(x, "dask"):
-        from .creation import from_dask
+def is_dask(x) -> bool:
+    """A Dask collection (``dask.base.is_dask_collection``: a dask.array, a Delayed, ...) other
+    than a RelArray. ``creation.from_dask`` takes the dask.arrays among them."""
+    return not isinstance(x, RelArray) and is_dask_collection(x)
 
-        return from_dask(x)
-    from .creation import from_array
 
-    return from_array(np.asarray(x), chunks=chunks)
+def auto_chunks(chunks, shape, dtype, previous=None):
+    """dask's chunk normalisation, 'auto' included (ValueError if they do not fit the shape)."""
+    from dask.array.core import normalize_chunks
+
+    return normalize_chunks(chunks, tuple(shape), dtype=np.dtype(dtype), previous_chunks=previous)
 
 
 def is_scalar(x) -> bool:
@@ -186,8 +189,10 @@ __all__ = [
     "Rel",
     "rel_of",
     "wrap",
+    "wrap_source",
     "is_array",
-    "asarray",
+    "is_dask",
+    "auto_chunks",
     "is_scalar",
     "check_dtype",
     "axes_of",

@@ -13,13 +13,33 @@ import math
 
 import numpy as np
 
-from .relations import asarray, axes_of, axis_of
-
-
-def _da():
-    import dask_tra.array as da
-
-    return da
+from . import reductions, stacking
+from .creation import arange, asarray, eye, from_array, full_like, ones, ones_like, zeros, zeros_like
+from .elementwise import (
+    astype,
+    ceil,
+    clip,
+    conj,
+    floor,
+    imag,
+    isclose,
+    isinf,
+    isnan,
+    logical_and,
+    logical_not,
+    logical_or,
+    real,
+    signbit,
+    sqrt,
+    where,
+)
+from .linalg.norms import diagonal
+from .manipulation import broadcast_arrays, broadcast_to, flip, tril
+from .rechunk import rechunk
+from .reductions import mean
+from .stacking import concatenate
+from .structure import atleast_2d, expand_dims, moveaxis, ravel, reshape, squeeze, transpose
+from .relations import axes_of, axis_of
 
 
 # ---------------------------------------------------------------- choosing elements
@@ -27,7 +47,6 @@ def _da():
 
 def select(condlist, choicelist, default=0):
     """numpy.select: the first true condition picks its choice, else ``default``."""
-    da = _da()
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
     if not condlist:
@@ -37,15 +56,15 @@ def select(condlist, choicelist, default=0):
         if c.dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     dtype = np.result_type(*[getattr(c, "dtype", np.asarray(c).dtype) for c in choicelist], np.asarray(default))
-    out = da.astype(
-        da.broadcast_to(
+    out = astype(
+        broadcast_to(
             asarray(np.asarray(default, dtype)),
             np.broadcast_shapes(*[c.shape for c in conds], *[np.shape(c) for c in choicelist]),
         ),
         dtype,
     )
     for c, v in reversed(list(zip(conds, choicelist))):
-        out = da.where(c, v, out).astype(dtype)
+        out = where(c, v, out).astype(dtype)
     return out
 
 
@@ -69,24 +88,23 @@ def piecewise(x, condlist, funclist, *args, **kw):
     chunk, or a scalar) where ``condlist[i]`` holds; one extra function is the otherwise case."""
     from .elementwise import elementwise
 
-    da = _da()
     x = asarray(x)
     if is_scalar_bool(condlist) or (
         isinstance(condlist, (list, tuple)) and condlist and np.ndim(condlist[0]) == 0 and x.ndim
     ):
         condlist = [condlist]
-    conds = [da.broadcast_to(asarray(c), x.shape) for c in condlist]
+    conds = [broadcast_to(asarray(c), x.shape) for c in condlist]
     if len(funclist) not in (len(conds), len(conds) + 1):
         raise ValueError(
             f"with {len(conds)} condition(s), either {len(conds)} or {len(conds) + 1} functions are expected"
         )
     if len(funclist) == len(conds) + 1:
-        rest = da.logical_not(functools.reduce(da.logical_or, conds)) if conds else da.ones(x.shape, bool)
+        rest = logical_not(functools.reduce(logical_or, conds)) if conds else ones(x.shape, bool)
         conds, funclist = conds + [rest], list(funclist)
-    out = da.zeros_like(x)
+    out = zeros_like(x)
     for c, f in zip(conds, funclist):
         piece = elementwise("piece", functools.partial(_apply_piece, f, args, kw), x, dtype=x.dtype)
-        out = da.where(c, piece, out)
+        out = where(c, piece, out)
     return out
 
 
@@ -98,17 +116,15 @@ def is_scalar_bool(v):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-    da = _da()
-    a = da.ravel(asarray(ary))
+    a = ravel(asarray(ary))
     out = a[1:] - a[:-1]
-    parts = [da.ravel(asarray(np.asarray(v, out.dtype))) for v in (to_begin,) if v is not None]
-    parts += [out] + [da.ravel(asarray(np.asarray(v, out.dtype))) for v in (to_end,) if v is not None]
-    return da.concatenate(parts) if len(parts) > 1 else out
+    parts = [ravel(asarray(np.asarray(v, out.dtype))) for v in (to_begin,) if v is not None]
+    parts += [out] + [ravel(asarray(np.asarray(v, out.dtype))) for v in (to_end,) if v is not None]
+    return concatenate(parts) if len(parts) > 1 else out
 
 
 def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
     """numpy.gradient with scalar spacings: central differences inside, one-sided at the edges."""
-    da = _da()
     f = asarray(f)
     axes = axes_of(axis, f.ndim) if axis is None or np.ndim(axis) else (axis_of(axis, f.ndim),)
     if edge_order not in (1, 2):
@@ -140,8 +156,8 @@ def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
         else:
             first = (-1.5 * s(0, 1) + 2.0 * s(1, 2) - 0.5 * s(2, 3)) / h
             last = (0.5 * s(-3, -2) - 2.0 * s(-2, -1) + 1.5 * s(-1, None)) / h
-        g = da.concatenate([first, inner, last], axis=ax)
-        out.append(da.rechunk(g, f.chunks) if g.shape == f.shape else g)
+        g = concatenate([first, inner, last], axis=ax)
+        out.append(rechunk(g, f.chunks) if g.shape == f.shape else g)
     return out[0] if len(out) == 1 else out
 
 
@@ -150,37 +166,34 @@ def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
 
 def diag(v, k=0):
     """numpy.diag: the k-th diagonal of a 2-d array, or a 2-d array with ``v`` on it."""
-    da = _da()
     v = asarray(v)
     if v.ndim == 2:
-        return da.diagonal(v, k)
+        return diagonal(v, k)
     if v.ndim != 1:
         raise ValueError("Input must be 1- or 2-d.")
     n = v.shape[0] + abs(k)
-    line = da.concatenate([v, da.zeros(abs(k), dtype=v.dtype)]) if k else v  # entry (i, j) is line[min(i, j)]
-    return da.where(
-        da.eye(n, k=k, dtype=bool, chunks=line.chunks * 2),
+    line = concatenate([v, zeros(abs(k), dtype=v.dtype)]) if k else v  # entry (i, j) is line[min(i, j)]
+    return where(
+        eye(n, k=k, dtype=bool, chunks=line.chunks * 2),
         line[:, None] if k >= 0 else line[None, :],
         np.zeros((), v.dtype),
     )
 
 
 def tri(N, M=None, k=0, dtype=float, chunks="auto", **kwargs):
-    da = _da()
     M = N if M is None else M
-    return da.tril(da.ones((N, M), dtype=dtype, chunks=chunks), k)
+    return tril(ones((N, M), dtype=dtype, chunks=chunks), k)
 
 
 def fliplr(m):
-    return _da().flip(m, 1)
+    return flip(m, 1)
 
 
 def flipud(m):
-    return _da().flip(m, 0)
+    return flip(m, 0)
 
 
 def rot90(m, k=1, axes=(0, 1)):
-    da = _da()
     m = asarray(m)
     a0, a1 = (axis_of(a, m.ndim) for a in axes)
     if a0 == a1:
@@ -189,10 +202,10 @@ def rot90(m, k=1, axes=(0, 1)):
     if k == 0:
         return m
     if k == 2:
-        return da.flip(da.flip(m, a0), a1)
+        return flip(flip(m, a0), a1)
     perm = list(range(m.ndim))
     perm[a0], perm[a1] = perm[a1], perm[a0]
-    return da.transpose(da.flip(m, a1), perm) if k == 1 else da.flip(da.transpose(m, perm), a1)
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
 
 
 def rollaxis(a, axis, start=0):
@@ -201,91 +214,85 @@ def rollaxis(a, axis, start=0):
     start = start + a.ndim if start < 0 else start
     if not 0 <= start <= a.ndim:
         raise np.exceptions.AxisError(f"start={start} out of range")
-    return _da().moveaxis(a, axis, start - 1 if axis < start else start)
+    return moveaxis(a, axis, start - 1 if axis < start else start)
 
 
 def vdot(a, b):
-    da = _da()
-    a, b = da.ravel(asarray(a)), da.ravel(asarray(b))
-    return da.sum(da.conj(a) * b)
+    a, b = ravel(asarray(a)), ravel(asarray(b))
+    return reductions.sum(conj(a) * b)
 
 
 # ---------------------------------------------------------------- statistics
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-    da = _da()
     a = asarray(a)
     if weights is None:
-        avg = da.mean(a, axis=axis, keepdims=keepdims)
-        scl = da.full_like(avg, a.size / max(avg.size, 1) if a.size else 0, dtype=avg.dtype)
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        scl = full_like(avg, a.size / max(avg.size, 1) if a.size else 0, dtype=avg.dtype)
     else:
         w = asarray(weights)
         if w.shape != a.shape:
             if axis is None or w.ndim != 1 or w.shape[0] != a.shape[axis]:
                 raise ValueError("Length of weights not compatible with specified axis.")
-            w = da.reshape(w, tuple(w.shape[0] if d == axis_of(axis, a.ndim) else 1 for d in range(a.ndim)))
+            w = reshape(w, tuple(w.shape[0] if d == axis_of(axis, a.ndim) else 1 for d in range(a.ndim)))
         dt = np.result_type(a.dtype, w.dtype, np.float64 if a.dtype.kind in "biu" else a.dtype)
-        scl = da.sum(da.broadcast_to(w, a.shape).astype(dt), axis=axis, keepdims=keepdims)
-        avg = da.sum((a * w).astype(dt), axis=axis, keepdims=keepdims) / scl
+        scl = reductions.sum(broadcast_to(w, a.shape).astype(dt), axis=axis, keepdims=keepdims)
+        avg = reductions.sum((a * w).astype(dt), axis=axis, keepdims=keepdims) / scl
     return (avg, scl) if returned else avg
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, dtype=None):
-    da = _da()
     x = asarray(m)
     if x.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
-    x = da.atleast_2d(x)
+    x = atleast_2d(x)
     if not rowvar and x.shape[0] != 1:
         x = x.T
     if y is not None:
-        y = da.atleast_2d(asarray(y))
+        y = atleast_2d(asarray(y))
         if not rowvar and y.shape[0] != 1:
             y = y.T
-        x = da.concatenate([x, y], axis=0)
+        x = concatenate([x, y], axis=0)
     if ddof is None:
         ddof = 0 if bias else 1
     dt = np.result_type(x.dtype, np.float64) if dtype is None else np.dtype(dtype)
     x = x.astype(dt)
     n = x.shape[1]
-    xc = x - da.mean(x, axis=1, keepdims=True)
-    c = (xc @ da.conj(xc).T) / (n - ddof)
-    return da.squeeze(c) if c.shape == (1, 1) else c
+    xc = x - mean(x, axis=1, keepdims=True)
+    c = (xc @ conj(xc).T) / (n - ddof)
+    return squeeze(c) if c.shape == (1, 1) else c
 
 
 def corrcoef(x, y=None, rowvar=True):
-    da = _da()
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return c / c
-    d = da.diagonal(c)
-    sd = da.sqrt(da.real(d))
+    d = diagonal(c)
+    sd = sqrt(real(d))
     out = c / sd[:, None] / sd[None, :]
-    return da.clip(out, -1, 1) if out.dtype.kind != "c" else out
+    return clip(out, -1, 1) if out.dtype.kind != "c" else out
 
 
 def ptp(a, axis=None, keepdims=False):
-    da = _da()
-    return da.max(a, axis=axis, keepdims=keepdims) - da.min(a, axis=axis, keepdims=keepdims)
+    return reductions.max(a, axis=axis, keepdims=keepdims) - reductions.min(a, axis=axis, keepdims=keepdims)
 
 
 def moment(a, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None):
     """dask's moment: sum((a - mean)^order) / (n - ddof)."""
-    da = _da()
     a = asarray(a)
     if not isinstance(order, (int, np.integer)) or order < 0:
         raise ValueError("Order must be an integer >= 0")
     if order < 2:
         val = (
-            da.ones_like(da.mean(a, axis=axis, keepdims=keepdims))
+            ones_like(mean(a, axis=axis, keepdims=keepdims))
             if order == 0
-            else da.zeros_like(da.mean(a, axis=axis, keepdims=keepdims))
+            else zeros_like(mean(a, axis=axis, keepdims=keepdims))
         )
         return val if dtype is None else val.astype(dtype)
     n = math.prod(a.shape[d] for d in axes_of(axis, a.ndim))
-    centered = a - da.mean(a, axis=axis, keepdims=True, dtype=dtype)
-    return da.sum(centered**order, axis=axis, keepdims=keepdims, dtype=dtype) / (n - ddof)
+    centered = a - mean(a, axis=axis, keepdims=True, dtype=dtype)
+    return reductions.sum(centered**order, axis=axis, keepdims=keepdims, dtype=dtype) / (n - ddof)
 
 
 # ---------------------------------------------------------------- elementwise helpers
@@ -321,44 +328,38 @@ def sinc(x):
 
 
 def fix(x):
-    da = _da()
-    return da.where(asarray(x) >= 0, da.floor(x), da.ceil(x))
+    return where(asarray(x) >= 0, floor(x), ceil(x))
 
 
 def iscomplex(x):
-    da = _da()
     x = asarray(x)
-    return da.imag(x) != 0 if x.dtype.kind == "c" else da.zeros(x.shape, bool, chunks=x.chunks)
+    return imag(x) != 0 if x.dtype.kind == "c" else zeros(x.shape, bool, chunks=x.chunks)
 
 
 def isreal(x):
-    return _da().logical_not(iscomplex(x))
+    return logical_not(iscomplex(x))
 
 
 def isneginf(x):
-    da = _da()
-    return da.logical_and(da.isinf(x), da.signbit(x))
+    return logical_and(isinf(x), signbit(x))
 
 
 def isposinf(x):
-    da = _da()
-    return da.logical_and(da.isinf(x), da.logical_not(da.signbit(x)))
+    return logical_and(isinf(x), logical_not(signbit(x)))
 
 
 def isnull(values):
-    da = _da()
     values = asarray(values)
-    return da.isnan(values) if values.dtype.kind in "fc" else da.zeros(values.shape, bool, chunks=values.chunks)
+    return isnan(values) if values.dtype.kind in "fc" else zeros(values.shape, bool, chunks=values.chunks)
 
 
 def notnull(values):
-    return _da().logical_not(isnull(values))
+    return logical_not(isnull(values))
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     """A 0-d boolean RelArray (as dask's), not a Python bool."""
-    da = _da()
-    return da.all(da.isclose(a, b, rtol, atol, equal_nan))
+    return reductions.all(isclose(a, b, rtol, atol, equal_nan))
 
 
 # ---------------------------------------------------------------- indices
@@ -366,13 +367,12 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
 
 def indices(dimensions, dtype=int, chunks="auto"):
     """numpy.indices: a grid of indices, one leading entry per dimension."""
-    da = _da()
     dimensions = tuple(int(d) for d in dimensions)
     grids = []
     for i, n in enumerate(dimensions):
         shape = tuple(n if j == i else 1 for j in range(len(dimensions)))
-        grids.append(da.broadcast_to(da.reshape(da.arange(n, dtype=dtype, chunks=chunks), shape), dimensions))
-    return da.stack(grids) if grids else da.zeros((0,), dtype=dtype)
+        grids.append(broadcast_to(reshape(arange(n, dtype=dtype, chunks=chunks), shape), dimensions))
+    return stacking.stack(grids) if grids else zeros((0,), dtype=dtype)
 
 
 def fromfunction(function, shape, *, dtype=float, chunks="auto", **kwargs):
@@ -383,22 +383,21 @@ def fromfunction(function, shape, *, dtype=float, chunks="auto", **kwargs):
 
 def meshgrid(*xi, sparse=False, indexing="xy"):
     """numpy.meshgrid of 1-d arrays (reshapes, then broadcasts unless ``sparse``)."""
-    da = _da()
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
-    arrays = [da.ravel(asarray(a)) for a in xi]
+    arrays = [ravel(asarray(a)) for a in xi]
     shapes = [[1] * len(arrays) for _ in arrays]
     for i, a in enumerate(arrays):
         shapes[i][i] = a.shape[0]
     if indexing == "xy" and len(arrays) > 1:
         for s in shapes:
             s[0], s[1] = s[1], s[0]
-    grids = [da.reshape(a, tuple(s)) for a, s in zip(arrays, shapes)]
-    return grids if sparse else da.broadcast_arrays(*grids)
+    grids = [reshape(a, tuple(s)) for a, s in zip(arrays, shapes)]
+    return grids if sparse else broadcast_arrays(*grids)
 
 
 def _from_numpy(values, chunks="auto"):
-    return _da().from_array(np.asarray(values), chunks=chunks)
+    return from_array(np.asarray(values), chunks=chunks)
 
 
 def tril_indices(n, k=0, m=None, chunks="auto"):
@@ -454,11 +453,10 @@ def unravel_index(indices, shape, order="C"):
 
 
 def append(arr, values, axis=None):
-    da = _da()
     arr, values = asarray(arr), asarray(values)
     if axis is None:
-        return da.concatenate([da.ravel(arr), da.ravel(values)])
-    return da.concatenate([arr, values], axis=axis)
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis=axis)
 
 
 def delete(arr, obj, axis):
@@ -470,7 +468,6 @@ def delete(arr, obj, axis):
 
 def insert(arr, obj, values, axis):
     """numpy.insert along ``axis`` (scalar or 1-d NumPy positions; values broadcast)."""
-    da = _da()
     arr = asarray(arr)
     axis = axis_of(axis, arr.ndim)
     n = arr.shape[axis]
@@ -479,16 +476,16 @@ def insert(arr, obj, values, axis):
     pos = np.where(np.atleast_1d(pos) < 0, np.atleast_1d(pos) + n, np.atleast_1d(pos))
     values = asarray(values)
     if scalar and values.ndim == arr.ndim:
-        values = da.moveaxis(values, 0, axis)  # numpy inserts a block of rows at a scalar position
+        values = moveaxis(values, 0, axis)  # numpy inserts a block of rows at a scalar position
         count = values.shape[axis]
     else:
         count = len(pos) if not scalar else 1
     shape = list(arr.shape)
     shape[axis] = count
     if scalar and values.ndim < arr.ndim:
-        values = da.expand_dims(values, axis) if values.ndim == arr.ndim - 1 else values
-    values = da.broadcast_to(values, tuple(shape)).astype(arr.dtype)
-    joined = da.concatenate([arr, values], axis=axis)
+        values = expand_dims(values, axis) if values.ndim == arr.ndim - 1 else values
+    values = broadcast_to(values, tuple(shape)).astype(arr.dtype)
+    joined = concatenate([arr, values], axis=axis)
     new = np.repeat(pos, count) if scalar else pos  # inserted before the element now at that position
     order = np.argsort(np.concatenate([2 * np.arange(n) + 1, 2 * new]), kind="stable")
     return joined[(slice(None),) * axis + (order,)]
@@ -496,7 +493,6 @@ def insert(arr, obj, values, axis):
 
 def block(arrays):
     """numpy.block: nested lists concatenated, innermost along the last axis."""
-    da = _da()
 
     def depth(x):
         d = 0
@@ -512,8 +508,8 @@ def block(arrays):
     def build(x, level):
         if not isinstance(x, list):
             a = asarray(x)
-            return da.reshape(a, (1,) * (ndim - a.ndim) + a.shape) if a.ndim < ndim else a
-        return da.concatenate([build(v, level + 1) for v in x], axis=ndim - levels + level)
+            return reshape(a, (1,) * (ndim - a.ndim) + a.shape) if a.ndim < ndim else a
+        return concatenate([build(v, level + 1) for v in x], axis=ndim - levels + level)
 
     return build(arrays, 0)
 
@@ -531,7 +527,6 @@ def _leaves(x):
 
 def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
     """dask's coarsen: ``reduction`` over non-overlapping windows (``axes``: axis -> window)."""
-    da = _da()
     x = asarray(x)
     if trim_excess:
         x = x[tuple(slice(0, x.shape[d] - x.shape[d] % axes.get(d, 1)) for d in range(x.ndim))]
@@ -546,7 +541,7 @@ def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
         f = axes.get(d, 1)
         shape += [n // f, f]
         red.append(2 * d + 1)
-    return reduction(da.reshape(x, tuple(shape)), axis=tuple(red), **kwargs)
+    return reduction(reshape(x, tuple(shape)), axis=tuple(red), **kwargs)
 
 
 # ---------------------------------------------------------------- per-chunk user functions
@@ -557,7 +552,7 @@ def apply_over_axes(func, a, axes):
     for ax in (axes,) if np.ndim(axes) == 0 else axes:
         ax = axis_of(ax, a.ndim)
         res = func(a, ax)
-        a = res if res.ndim == a.ndim else _da().expand_dims(res, ax)
+        a = res if res.ndim == a.ndim else expand_dims(res, ax)
     return a
 
 
@@ -579,7 +574,7 @@ def result_type(*arrays_and_dtypes):
 
 
 def asanyarray(a, dtype=None, chunks="auto", **kwargs):
-    return _da().asarray(a, dtype=dtype, chunks=chunks)
+    return asarray(a, dtype=dtype, chunks=chunks)
 
 
 __all__ = [

@@ -22,7 +22,8 @@ from ..tra import Aggregate, Concat, Join, Transform
 from ..tra import kernels as K
 from ..tra.relation import ChunkAxis
 from .linalg.kernels import FieldsKernel
-from .relations import asarray, axis_of, is_array, offsets, param_relation, rekey, wrap
+from .creation import asarray
+from .relations import axis_of, is_array, offsets, param_relation, rekey, wrap
 
 
 def _xp(*chunks):

@@ -13,7 +13,8 @@ import numpy as np
 from ..tra import Join
 from .kernels import Concatenate
 from .rechunk import even_chunks, gather, rechunk_axes
-from .relations import asarray, axis_of, offsets, wrap
+from .creation import asarray
+from .relations import axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
 
 

@@ -18,7 +18,8 @@ import numpy as np
 from ..tra import Transform
 from .kernels import Permute, Reshape
 from .rechunk import rechunk_axes
-from .relations import asarray, axes_of, axis_of, offsets, rekey, wrap
+from .creation import asarray
+from .relations import axes_of, axis_of, offsets, rekey, wrap
 
 
 def transpose(a, axes=None):

@@ -18,7 +18,8 @@ from numbers import Integral
 
 import numpy as np
 
-from .relations import asarray, axes_of, check_dtype
+from .creation import asarray
+from .relations import axes_of, check_dtype
 
 
 def _takes_dtype(func):

@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from .core import RelArray
 
 
 def _value(x, scheduler, check_chunks, check_dtype):
     import dask
-
-    from ..core import RelArray
 
     if isinstance(x, RelArray):
         (v,) = dask.compute(x, scheduler=scheduler)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array.core import RelArray
 from ..dask.sources import Source
 from ..tra.tasks import Data
 from .backward import backward
@@ -21,8 +22,6 @@ class ConstSource(Source):
 
 
 def _is_relarray(x):
-    from ..core import RelArray
-
     return isinstance(x, RelArray)
 
 
@@ -82,7 +81,6 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
     instead (PyTorch's default).
     """
     from ..array.creation import zeros
-    from ..core import RelArray
 
     if not _is_relarray(loss):
         raise TypeError(f"loss must be a RelArray, got {type(loss).__name__}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array.core import RelArray
 from ..dask.collection import DaskCollection, _finalize, _report_reads, current_rates
 from ..dask.sources import fresh_name
 from ..tra import Aggregate, Join, Transform
@@ -47,8 +48,6 @@ class Joint(DaskCollection):
     ``.persist()`` a tuple of persisted RelArrays; ``.explain()`` the plan."""
 
     def __init__(self, *arrays, reuse=True):
-        from ..core import RelArray
-
         self.reuse = reuse
         if not arrays:
             raise ValueError("Joint needs at least one RelArray")
@@ -192,15 +191,11 @@ def _finalize_all(results, ndims):
 
 
 def _rebuild_all(dsk, types, names, rename=None):
-    from ..core import RelArray
-
     return tuple(RelArray._from_persisted(dsk, t, n) for t, n in zip(types, names))
 
 
 def _flatten(args):
     flat, spec = [], []
-    from ..core import RelArray
-
     for a in args:
         if isinstance(a, RelArray):
             spec.append(("one", len(flat)))

@@ -47,7 +47,8 @@ STOP_GRADIENT = _Stop("stop_gradient", identity, 1, axes=first_axes)
 
 def stop_gradient(x):
     """``x`` unchanged, but no gradient flows through it (``jax.lax.stop_gradient``, ``detach``)."""
-    from ..array.relations import asarray, wrap
+    from ..array.creation import asarray
+    from ..array.relations import wrap
 
     x = asarray(x)
     return wrap(Transform(x.expr, STOP_GRADIENT), x)

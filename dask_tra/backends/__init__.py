@@ -35,7 +35,7 @@ import pkgutil
 import numpy as np
 
 from . import registry
-from .base import Backend, UnsupportedOperation, result_type, weak_or_dtype
+from .base import Backend, UnsupportedOperation, numpy_dtype, result_type, weak_or_dtype
 from .registry import on_register, register, registered
 
 # each *_backend module registers its backend (NumPy, the reference, first)
@@ -136,15 +136,6 @@ def numpy_like(*chunks):
         if b.owns(c):
             return b.np(b.device_of(c))
     return b.np()
-
-
-def numpy_dtype(dtype) -> np.dtype:
-    """A NumPy dtype for a dtype of any backend (``torch.float32`` -> ``float32``): the backend
-    owning the dtype's type maps it."""
-    if isinstance(dtype, np.dtype):
-        return dtype
-    b = registry.owner_of_module(type(dtype).__module__)
-    return np.dtype(dtype) if b is None else b.numpy_dtype(dtype)
 
 
 def dtype_of(x) -> np.dtype:

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from . import registry
+
 
 class UnsupportedOperation(NotImplementedError):
     """A NumPy function a backend has no implementation of (named in the message)."""
@@ -45,11 +47,16 @@ def weak_or_dtype(v):
     dt = getattr(v, "dtype", None)
     if dt is None:
         return np.asarray(v).dtype
-    if isinstance(dt, np.dtype):
-        return dt
-    from . import numpy_dtype
-
     return numpy_dtype(dt)
+
+
+def numpy_dtype(dtype) -> np.dtype:
+    """A NumPy dtype for a dtype of any backend (``torch.float32`` -> ``float32``): the backend
+    owning the dtype's type maps it."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    b = registry.owner_of_module(type(dtype).__module__)
+    return np.dtype(dtype) if b is None else b.numpy_dtype(dtype)
 
 
 def result_type(*values) -> np.dtype:
@@ -82,9 +89,7 @@ class Backend:
         return f"<dask_tra backend {self.name!r}>"
 
     def __reduce__(self):  # pickles as a reference to the registry entry
-        from . import get
-
-        return get, (self.name,)
+        return registry.lookup, (self.name,)
 
     # ------------------------------------------------------------ library and namespaces
     @functools.cached_property
@@ -114,9 +119,7 @@ class Backend:
         raise NotImplementedError
 
     def owns(self, x) -> bool:
-        from . import _backend_of_one
-
-        return _backend_of_one(x) is self
+        return registry.owner_of_type(type(x)) is self
 
     def chunk_types(self) -> tuple:
         """The library's chunk classes (imports the library): what Dask's dispatch registers."""
@@ -173,9 +176,7 @@ class Backend:
     def asarray(self, x, dtype=None, device=None):
         """``x`` (a chunk of any backend, a NumPy array, a scalar or a list) in this library.
         Between device libraries the data moves by DLPack (zero copy)."""
-        from . import _backend_of_one
-
-        src = _backend_of_one(x)
+        src = registry.owner_of_type(type(x))
         if src is self:
             out = self.to_device(x, device)
         elif src is None or src.name == "numpy":

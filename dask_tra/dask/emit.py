@@ -21,8 +21,6 @@ dashboard groups tasks by stage (``key_split``). Fused tasks keep the consumer's
 
 from __future__ import annotations
 
-import re
-
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask._task_spec import GraphNode, convert_legacy_task
 from dask.task_spec import Alias, DataNode, Task, TaskRef
@@ -45,7 +43,7 @@ class Pins:
 
 def stage_name(node) -> str:
     if isinstance(node, Placed):
-        return "input-" + re.sub(r"[^a-z]+", "-", node.input.name.split("-")[0].lower()).strip("-")
+        return "input-" + _alpha(node.input.name.split("-")[0])
     if isinstance(node, LocalJoin):
         return "localjoin-" + _alpha(node.op.kernel.name)
     if isinstance(node, LocalAggregate):
@@ -55,8 +53,10 @@ def stage_name(node) -> str:
     return node.kind
 
 
-def _alpha(name: str) -> str:
-    words = re.findall(r"[a-z]+", name.lower())
+def _alpha(label: str) -> str:
+    """A dashboard stage label: the letters of a display name, hyphenated (``"multiply[·,2]"`` ->
+    ``"multiply"``). Only a label: nothing reads an operation back from it."""
+    words = "".join(c if "a" <= c <= "z" else " " for c in label.lower()).split()
     return "-".join(words) or "op"
 
 

@@ -39,7 +39,7 @@ def recover(collection) -> bool:
     for name, src in collection.sources.items():
         if lost_futures(src):
             found = True
-            src.refresh(rebuild(name, src))
+            src.refresh(rebuild(name, src, type(collection)))
     for name, src in collection.sources.items():
         gone = [k for k, f in src.graph.items() if is_future(f) and f.status != "finished"]
         if gone and not isinstance(src, PersistedSource):
@@ -61,11 +61,12 @@ def restore_lost(collection):
     starts from data the cluster has."""
     for name, src in collection.sources.items():
         if getattr(src, "lineage", None) is not None and lost_futures(src):
-            src.refresh(rebuild(name, src))
+            src.refresh(rebuild(name, src, type(collection)))
 
 
-def rebuild(name, src) -> PersistedSource:
-    """``src``'s blocks persisted again from its lineage (inputs without blocks first)."""
+def rebuild(name, src, cls) -> PersistedSource:
+    """``src``'s blocks persisted again from its lineage (inputs without blocks first), as a
+    collection of class ``cls`` (the RelArray class: the Dask layer imports no array code)."""
     if src.lineage is None:
         lost = lost_futures(src) or list(src.type.iter_keys())
         raise InputLostError(
@@ -73,11 +74,9 @@ def rebuild(name, src) -> PersistedSource:
             f"and there is no lineage to recompute them from (replicate such data with "
             f"client.replicate, or build the input again)"
         )
-    from ..core import RelArray
-
     expr, sources = src.lineage
-    live = {n: rebuild(n, s) if isinstance(s, PersistedSource) and not s.blocks else s for n, s in sources.items()}
-    fresh = RelArray(expr, live).persist()
+    live = {n: rebuild(n, s, cls) if isinstance(s, PersistedSource) and not s.blocks else s for n, s in sources.items()}
+    fresh = cls(expr, live).persist()
     return fresh.sources[fresh.expr.name]
 
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from ...tra import Join, Transform
 from ...tra.relation import ChunkAxis
-from ..relations import asarray, rekey, wrap
+from ..creation import asarray
+from ..relations import rekey, wrap
 from .kernels import _Host, float_dtype
 from .qr import rechunked
 

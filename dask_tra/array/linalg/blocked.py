@@ -24,7 +24,8 @@ import numpy as np
 
 from ...tra import Filter, Join
 from ...tra.keyfuncs import is_eq
-from ..relations import asarray, offsets, param_relation, rekey, wrap
+from ..creation import asarray
+from ..relations import offsets, param_relation, rekey, wrap
 from .kernels import (
     Cholesky,
     LUApply,

@@ -13,7 +13,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..relations import asarray, axes_of, axis_of
+from ..creation import asarray
+from ..relations import axes_of, axis_of
 from .batched import batched
 from .kernels import float_dtype
 

@@ -23,7 +23,8 @@ import numpy as np
 from ...tra import Concat, Join, Tile, Transform
 from ...tra import kernels as K
 from ..rechunk import even_chunks, rechunk_axes
-from ..relations import asarray, rekey, wrap
+from ..creation import asarray
+from ..relations import rekey, wrap
 from .kernels import QRPack, RowAsVector, Rows, SVDPack, float_dtype
 
 
