@@ -137,10 +137,13 @@ def test_rates_are_measured_once_on_the_cluster(client):
     assert len(rates._measured) == 1
     r = next(iter(rates._measured.values()))
     b = e.breakdown
-    assert b["transfer_s"] == pytest.approx(e.predicted_bytes / r["bandwidth"])
+    # sites receive in parallel: the transfer time is the busiest receiver's bytes over one link
+    assert b["transfer_s"] == pytest.approx(b["busiest_site_bytes"] / r["bandwidth"])
+    assert e.predicted_bytes / 4 <= b["busiest_site_bytes"] <= e.predicted_bytes
     assert b["compute_s"] == pytest.approx(b["busiest_site_flops"] / r["flop_rate"])
     with dt.config.set(bandwidth=1e3, task_overhead=1e-3, flop_rate=1e9):  # config wins
-        assert (x @ x).explain().breakdown["transfer_s"] == pytest.approx((x @ x).explain().predicted_bytes / 1e3)
+        b = (x @ x).explain().breakdown
+        assert b["transfer_s"] == pytest.approx(b["busiest_site_bytes"] / 1e3)
 
 
 def test_is_future_is_a_type_check(client):

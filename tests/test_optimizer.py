@@ -40,7 +40,10 @@ def test_table4_paper_floats_within_10_percent(shape):
 
 
 @pytest.mark.parametrize("shape,allowed", [("common large dim", {"cmm"}),
-                                           ("two large dims", {"bmm", "rmm"})])
+                                           # the paper's bytes-only choices, or EinDecomp's 10-cell grid: with
+                                           # sites receiving in parallel, compute balance decides (25 rmm cells or
+                                           # bmm's 5 row blocks leave some of the 10 sites idle)
+                                           ("two large dims", {"bmm", "rmm", "d=[5, 2, 1]", "d=[1, 2, 5]"})])
 def test_search_picks_cheapest_for_table4(shape, allowed):
     p = plan(table4_expr(*TABLE4[shape][0]), 10)
     op = p.explain.operators[0]
@@ -189,3 +192,22 @@ def test_extended_einsum_is_planned_as_a_contraction(strategy):
         op = d.explain(sites=4).operators[-1]
         assert op.kind == "einsum" and {"bmm", "cmm", "rmm"} <= set(op.candidates)
         np.testing.assert_allclose(d.compute(), np.abs(x[:, None] - y[None]).max(-1))
+
+
+def test_placed_inputs_with_one_k_block_are_not_all_multiplied_on_one_site():
+    """The issue's case: 8000x1000 @ 1000x8000 in 1000² blocks on 4 sites, inputs already placed
+    round-robin. cmm moves the fewest bytes (K is one block: everything goes to one site) but
+    leaves 3 of 4 sites idle; with sites receiving in parallel the time objective spreads the
+    products instead."""
+    from dask_tra.optimizer import Rates
+
+    a, b = meta("A", (8000, 1000), (8, 1)), meta("B", (1000, 8000), (1, 8))
+    placed = {"A": {(i, 0): (i % 4,) for i in range(8)}, "B": {(0, j): ((j + 1) % 4,) for j in range(8)}}
+    rates = Rates(bandwidth=250e6 / 8, task_overhead=1e-3, flop_rate=1e11)  # 250 Mbit/s links, a fast BLAS
+    p = plan(mm(a, b), 4, placements=placed, rates=rates)
+    op = p.explain.operators[0]
+    assert op.candidates["cmm"] == min(op.candidates.values())  # fewest bytes...
+    assert op.strategy != "cmm"  # ...but not chosen
+    flops = np.array(p.cost.site_flops)
+    assert flops.max() <= 0.5 * flops.sum()
+    assert op.candidate_seconds[op.strategy] < op.candidate_seconds["cmm"]

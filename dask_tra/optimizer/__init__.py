@@ -20,7 +20,7 @@ from . import cache
 from .build import build
 from .cost import Cost, Rates, evaluate_cost
 from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
-from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, search, views_of
+from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, received, search, views_of
 from .search import candidates as _candidates
 from .symbolic import key_bytes
 
@@ -47,6 +47,7 @@ class Plan:
     def explain(self) -> Explain:
         ops, steps = _report(self.alts, self.cands)
         cost = self.cost
+        received_by = np.array(cost.site_moved) if cost.site_moved else None
         return Explain(
             "\n".join(render(e) for e in self.exprs),
             self.sites,
@@ -56,7 +57,7 @@ class Plan:
             gather_bytes=sum(_gather_bytes(a) for a in self.alts),
             ia_plan="\n".join(steps),
             predicted_seconds=cost.seconds,
-            breakdown=self.rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops)),
+            breakdown=self.rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by),
         )
 
     @property
@@ -134,6 +135,7 @@ def final_costs(roots, s, rates):
     present, cands = {}, {}
     moved = paper = tasks = 0
     flops = np.zeros(s)
+    site_moved = np.zeros(s)
     peak = np.zeros(s, np.int64)
     for alt in chosen(roots):
         if not alt.inputs:
@@ -148,6 +150,7 @@ def final_costs(roots, s, rates):
         present[id(alt)] = alt.layout
         cands[id(alt)] = cand
         moved += cand.moved
+        site_moved = site_moved + received(cand, s)
         paper += cand.paper
         tasks += cand.tasks
         flops = flops + cand.flops
@@ -155,8 +158,17 @@ def final_costs(roots, s, rates):
     if not cands:  # a plan that is just placed inputs
         for a in roots:
             peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
-    secs = rates.seconds(moved, tasks, flops)
-    return Cost(moved, dict(enumerate(int(p) for p in peak)), paper, tasks, tuple(float(f) for f in flops), secs), cands
+    secs = rates.seconds(moved, tasks, flops, site_moved)
+    cost = Cost(
+        moved,
+        dict(enumerate(int(p) for p in peak)),
+        paper,
+        tasks,
+        tuple(float(f) for f in flops),
+        secs,
+        tuple(float(b) for b in site_moved),
+    )
+    return cost, cands
 
 
 def _recost(template, order, s, placements, rates, memory_limit):

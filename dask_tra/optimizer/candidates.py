@@ -32,6 +32,7 @@ from .symbolic import (
     grid_need,
     key_bytes,
     key_elements,
+    partials_in,
     placing_sites,
     reduce_to,
     single,
@@ -60,8 +61,10 @@ def _close(agg, mv: Moves, partial, flops, s, detail=None) -> Cand:
     nb = key_bytes(agg.type)
     peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
     steps = list(mv.steps)
+    site_moved = mv.site_moved
     if how != "local":
         steps.append(("aggregate partials", None, moved))
+        site_moved = site_moved + partials_in(partial, out, agg.type)
     return Cand(
         out,
         mv.moved + moved,
@@ -71,6 +74,7 @@ def _close(agg, mv: Moves, partial, flops, s, detail=None) -> Cand:
         tasks,
         mv.present,
         dict(detail or {}, aggregate=how, steps=steps),
+        site_moved,
     )
 
 
@@ -189,6 +193,7 @@ def join_alone(join, left, right, s, only=None) -> dict:
             int(layout.sum()),
             mv.present,
             {"steps": mv.steps},
+            mv.site_moved,
         )
 
     for b, name in ((0, "bcast-left"), (1, "bcast-right")):

@@ -28,29 +28,33 @@ from ..ia.nodes import Broadcast, IANode, Placed, Shuffle
 
 @dataclass(frozen=True)
 class Rates:
-    """The time objective's constants: link bandwidth (bytes/s), scheduler overhead per task
-    (s) and one site's compute rate (flops/s). Predicted time = bytes / bandwidth + tasks ×
-    overhead + the busiest site's flops / rate. Defaults suit a 1 Gbit/s cluster of CPU
-    workers; ``dask_tra.config`` sets them, or ``cluster_rates`` measures them."""
+    """The time objective's constants: link bandwidth (bytes/s, each worker's own link), scheduler
+    overhead per task (s) and one site's compute rate (flops/s). Predicted time = the bytes the
+    busiest receiving site takes in / bandwidth (sites receive in parallel, each over its own
+    link; all bytes / bandwidth when not known per site) + tasks × overhead + the busiest site's
+    flops / rate. Defaults suit a 1 Gbit/s cluster of CPU workers; ``dask_tra.config`` sets
+    them, or ``cluster_rates`` measures them."""
 
     bandwidth: float = 1.25e8
     task_overhead: float = 1e-3
     flop_rate: float = 1e10
 
-    def seconds(self, nbytes, tasks, flops) -> float:
-        busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
-        return nbytes / self.bandwidth + tasks * self.task_overhead + busiest / self.flop_rate
+    def seconds(self, nbytes, tasks, flops, site_moved=None) -> float:
+        return self.breakdown(nbytes, tasks, flops, site_moved)["total_s"]
 
-    def breakdown(self, nbytes, tasks, flops) -> dict:
+    def breakdown(self, nbytes, tasks, flops, site_moved=None) -> dict:
         busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
-        return {
-            "transfer_s": nbytes / self.bandwidth,
+        received = float(np.max(site_moved)) if site_moved is not None and len(np.atleast_1d(site_moved)) else nbytes
+        out = {
+            "transfer_s": received / self.bandwidth,
+            "busiest_site_bytes": received,
             "tasks": int(tasks),
             "scheduling_s": tasks * self.task_overhead,
             "busiest_site_flops": busiest,
             "compute_s": busiest / self.flop_rate,
-            "total_s": self.seconds(nbytes, tasks, flops),
         }
+        out["total_s"] = out["transfer_s"] + out["scheduling_s"] + out["compute_s"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Cost:
     tasks: int = 0
     site_flops: tuple = ()  # per site
     seconds: float = 0.0
+    site_moved: tuple = ()  # bytes each site receives
 
     @property
     def max_peak(self) -> int:

@@ -87,6 +87,7 @@ class Alt:
     peak: np.ndarray = None  # type: ignore[assignment]
     seconds: float = 0.0
     table: dict = field(default_factory=dict)  # candidate -> (bytes, seconds)
+    site_moved: np.ndarray | None = None  # bytes each site receives over the sub-plan (None: none)
 
     @property
     def children(self) -> tuple:
@@ -211,11 +212,19 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     return best
 
 
+def received(cand, s) -> np.ndarray:
+    """Bytes each site receives for a candidate (spread evenly when not known per site)."""
+    if cand.site_moved is not None:
+        return np.asarray(cand.site_moved, np.float64)
+    return np.full(s, cand.moved / s)
+
+
 def combine(node, name, cand, combo, rates) -> Alt:
     flops = cand.flops + sum((a.flops for a in combo), 0)
     peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
     nbytes = cand.moved + sum(a.bytes for a in combo)
     tasks = cand.tasks + sum(a.tasks for a in combo)
+    site_moved = received(cand, len(flops)) + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
     return Alt(
         node,
         name,
@@ -226,7 +235,8 @@ def combine(node, name, cand, combo, rates) -> Alt:
         tasks=tasks,
         flops=flops,
         peak=peak,
-        seconds=rates.seconds(nbytes, tasks, flops),
+        seconds=rates.seconds(nbytes, tasks, flops, site_moved),
+        site_moved=site_moved,
     )
 
 

@@ -194,6 +194,7 @@ class Cand:
     tasks: int = 0
     present: list = field(default_factory=list)  # per input: present after this operator's moves
     detail: dict = field(default_factory=dict)
+    site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
 
 
 class Moves:
@@ -211,6 +212,7 @@ class Moves:
         self._present = {j: views[j].present for j in set(self._slot)}
         self.moved = self.paper = 0
         self.site_in = np.zeros(s, np.int64)
+        self.site_moved = np.zeros(s, np.int64)  # bytes each site receives
         self.steps = []
 
     @property
@@ -234,8 +236,10 @@ class Moves:
     def _send(self, i, need, what, paper_copies):
         v = self.views[i]
         nb = key_bytes(v.type)
-        moved = int(nb @ (need & ~self._get(i)).sum(axis=1))
+        per_site = nb @ (need & ~self._get(i))
+        moved = int(per_site.sum())
         self.moved += moved
+        self.site_moved += per_site
         self.paper += int(key_elements(v.type).sum()) * paper_copies
         self._set(i, self._get(i) | need)
         self.site_in += nb @ need
@@ -356,12 +360,18 @@ def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     if (counts <= 1).all():
         return partial, 0, 0, tasks, "local"
     home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
-    moved = int(nb @ (partial & ~home).sum(axis=1))
+    moved = int(nb @ (partial & ~home).sum(axis=1))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
     return home, moved, paper, tasks + int((counts > 1).sum()), "two-phase"
 
 
+def partials_in(partial, home, out_type) -> np.ndarray:
+    """Bytes each site receives when ``finish`` brings the partial results to their homes."""
+    return (key_bytes(out_type) * (partial & ~home).sum(axis=1)) @ home
+
+
 __all__ = [
+    "partials_in",
     "View",
     "Cand",
     "Moves",
