@@ -87,7 +87,7 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
             keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
             onode = place(other, part(keep, other.node.type.frontier))
             okeys, bkeys = (join.right_keys, join.left_keys) if side == "left" else (join.left_keys, join.right_keys)
-            bnode = broadcast(left if side == "left" else right, (onode, okeys, bkeys))
+            bnode = broadcast(left if side == "left" else right, None if _same(left, right) else (onode, okeys, bkeys))
             l, r = (bnode, onode) if side == "left" else (onode, bnode)
             bm[side] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
         cands["bmm"] = min(bm.values(), key=_bytes) if len(bm) > 1 else next(iter(bm.values()))
@@ -111,13 +111,22 @@ def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> di
     return cands
 
 
+def _same(left: Alt, right: Alt) -> bool:
+    """One placed relation on both sides of a join (its copies serve both; ``Moves._slot``)."""
+    return left.node is right.node and not left.free
+
+
 def join_alone(join, left: Alt, right: Alt) -> dict:
     lk, rk = join.left_keys, join.right_keys
     rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
     lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
     cands = {
-        "bcast-left": LocalJoin(broadcast(left, (rnode, rk, lk)), rnode, lk, rk, join.kernel),
-        "bcast-right": LocalJoin(lnode, broadcast(right, (lnode, lk, rk)), lk, rk, join.kernel),
+        "bcast-left": LocalJoin(
+            broadcast(left, None if _same(left, right) else (rnode, rk, lk)), rnode, lk, rk, join.kernel
+        ),
+        "bcast-right": LocalJoin(
+            lnode, broadcast(right, None if _same(left, right) else (lnode, lk, rk)), lk, rk, join.kernel
+        ),
     }
     if lk:
         cands["copart"] = LocalJoin(

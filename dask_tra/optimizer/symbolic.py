@@ -264,7 +264,8 @@ class Moves:
         none), as ``layout.broadcast`` builds it."""
         self._base(i)
         t = self.views[i].type
-        if partners is None:
+        if partners is None or len(set(self._slot)) < len(self._slot):
+            # one relation on both sides (x @ x.T): its copies serve both, so it goes everywhere
             need = all_layout(t.frontier, self.s)
         else:
             layout, frontier, their, ours = partners
