@@ -422,22 +422,7 @@ class _Info:
         }
 
     def dtypes(self, *, device=None, kind=None):
-        names = [
-            "bool",
-            "int8",
-            "int16",
-            "int32",
-            "int64",
-            "uint8",
-            "uint16",
-            "uint32",
-            "uint64",
-            "float32",
-            "float64",
-            "complex64",
-            "complex128",
-        ]
-        out = {n: _np.dtype(n) for n in names}
+        out = {n: _np.dtype(n) for n in _da._DTYPES}  # the Array API's dtypes, as dask.array's aliases
         return out if kind is None else {n: d for n, d in out.items() if _np.isdtype(d, kind)}
 
 
