@@ -153,7 +153,7 @@ class ClientTimers:
 
     def __enter__(self):
         import importlib
-        for modname, plan_fn in (("dask_tra.dask.collection", "make_plan"), ("dask_tra.autodiff.joint", "plan_joint")):
+        for modname, plan_fn in (("dask_tra.dask.collection", "plan_many"),):
             try:
                 mod = importlib.import_module(modname)
             except ImportError:
@@ -177,7 +177,7 @@ def _identity(*arrays):
 def _joint_class():
     """dask_tra's ``Joint`` (several outputs planned as one computation), if this version has it."""
     try:
-        from dask_tra.autodiff.joint import Joint
+        from dask_tra.autodiff import Joint
     except ImportError:
         try:
             from dask_tra import Joint

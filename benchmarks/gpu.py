@@ -110,7 +110,7 @@ def run_on_cluster(client, fn, specs, competitor, backend="cupy", seed=0):
     from distributed import wait
 
     import dask_tra as dt
-    from dask_tra.autodiff.joint import Joint
+    from dask_tra.autodiff import Joint
     x = make_inputs(specs, backend, seed)
     xp = dt
     if competitor == "dask.array":

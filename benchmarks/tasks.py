@@ -78,7 +78,7 @@ def main(argv=None):
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     from distributed import Client, LocalCluster
 
-    from dask_tra.autodiff.joint import Joint
+    from dask_tra.autodiff import Joint
     workloads = [w for w in SUITES[args.suite] if args.only is None or w.name in args.only.split(",")]
     rows = []
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,

@@ -11,6 +11,7 @@ from numpy import e, inf, nan, newaxis, pi  # noqa: F401
 from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
 from . import (
     blocklayout,
+    blocksparse,
     contractions,
     creation,
     datadependent,
@@ -33,6 +34,7 @@ from . import (
 )
 from . import fft, linalg  # noqa: E402
 from .blockwise import *  # noqa: F401,F403
+from .blocksparse import *  # noqa: F401,F403
 from .contractions import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .creation import array  # noqa: F401 (= asarray; not in __all__, see below)
@@ -58,6 +60,8 @@ from .utils import *  # noqa: F401,F403
 
 
 from .core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
+from . import joint  # noqa: E402
+from .joint import Joint  # noqa: E402,F401
 
 # dask.array's dtype aliases (``da.float32``)
 _DTYPES = (
@@ -81,10 +85,22 @@ globals().update({n: getattr(_np, n if n != "bool" else "bool_") for n in _DTYPE
 
 
 def compute(*args, **kwargs):
-    """``dask.compute`` (RelArrays are Dask collections)."""
+    """``dask.compute``; RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG,
+    nodes they share computed once (``joint.Joint``)."""
+    if joint.only_arrays(args):
+        return joint.compute(*args, **kwargs)
     import dask
 
     return dask.compute(*args, **kwargs)
+
+
+def persist(*args, **kwargs):
+    """``dask.persist``; RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG."""
+    if joint.only_arrays(args):
+        return joint.persist(*args, **kwargs)
+    import dask
+
+    return dask.persist(*args, **kwargs)
 
 
 def isdtype(dtype, kind):
@@ -97,6 +113,7 @@ def isdtype(dtype, kind):
 _FAMILIES = (
     _blockwise,
     blocklayout,
+    blocksparse,
     contractions,
     creation,
     datadependent,
@@ -126,6 +143,8 @@ __all__ = sorted(
         "diagonal",
         "trace",
         "compute",
+        "persist",
+        "Joint",
         "isdtype",
         "e",
         "inf",

@@ -12,7 +12,8 @@ from dask.threaded import get as threaded_get
 from .. import backends, config
 from ..optimizer import Plan
 from ..optimizer.explain import Explain, fmt_bytes
-from ..optimizer import plan as make_plan
+from ..optimizer import plan_many
+from ..tra.dag import walk_many
 from .amm import ensure_installed as keep_pinned_replicas
 from .emit import emit
 from .rates import current_rates
@@ -59,9 +60,26 @@ def exact_bytes(explain: Explain, moved: int) -> Explain:
 
 class DaskCollection(DaskMethodsMixin):
     """Mixin: needs ``expr``, ``sources``, ``name``, ``chunks`` and ``_plans`` (a dict) on the
-    class using it."""
+    class using it. A collection of several arrays (``autodiff.Joint``) overrides ``roots``,
+    ``output_names`` and ``one_layout``: its roots are planned and emitted as one DAG."""
 
     __dask_scheduler__ = staticmethod(threaded_get)
+    one_layout = False  # every shared node computed in one layout (``optimizer.plan_many``)
+
+    @property
+    def roots(self) -> tuple:
+        """The TRA expressions this collection computes."""
+        return (self.expr,)
+
+    @property
+    def output_names(self) -> tuple:
+        """The key prefix of each root's output blocks."""
+        return (self.name,)
+
+    @property
+    def array_type(self) -> type:
+        """The class of one array (lost inputs are persisted again as one, ``recovery``)."""
+        return type(self)
 
     def planned(self, sites=None):
         """(Plan, Sites) for the current sites and input placements; cached."""
@@ -69,24 +87,26 @@ class DaskCollection(DaskMethodsMixin):
         return entry.plan, entry.where
 
     def _planned_entry(self, sites=None) -> Planned:
-        held = held_inputs(self.sources) if self.expr.children else {}
+        derived = any(e.children for e in self.roots)
+        held = held_inputs(self.sources) if derived else {}
         info, found = cluster_snapshot(held) if sites is None else (None, None)
-        where = current_sites(sites, chunk_backends(self.expr), info)
-        placements = input_placements(self.sources, where, held, found) if self.expr.children else {}
+        where = current_sites(sites, chunk_backends(self.roots), info)
+        placements = input_placements(self.sources, where, held, found) if derived else {}
         cache_key = plan_cache_key(where, placements)
         if cache_key not in self._plans:
             self._plans[cache_key] = Planned(self._make_plan(where, placements), where)
         return self._plans[cache_key]
 
     def _make_plan(self, where, placements) -> Plan:
-        return make_plan(
-            self.expr,
+        return plan_many(
+            self.roots,
             where.count,
             placements=placements or None,
             memory_limit=where.memory_limit,
             keep=config.get("keep"),
             force=config.get("force"),
             rates=current_rates(where),
+            one_layout=self.one_layout,
         )
 
     def __getstate__(self):
@@ -105,8 +125,8 @@ class DaskCollection(DaskMethodsMixin):
             return HighLevelGraph.from_collections(self.name, held)
         entry = self._planned_entry()
         if entry.graph is None:
-            graph, out_keys, reads, moves = self._emit(entry, self.name)
-            entry.emitted(graph, reads, moves.bytes(out_keys.values()))
+            graph, out_keys, reads, moves = self._emit(entry)
+            entry.emitted(graph, reads, moves.bytes([k for keys in out_keys for k in keys.values()]))
         self._report(entry)
         _report_reads(entry.reads)
         return entry.graph
@@ -118,17 +138,17 @@ class DaskCollection(DaskMethodsMixin):
         diagnostics.register(entry.report, owner=self.name)
         self._last_explain = entry.report
 
-    def _emit(self, entry: Planned, output_name, **options):
+    def _emit(self, entry: Planned):
         """The plan's Dask graph: client arrays scattered to their planned workers (recorded on
-        ``entry``), then the IA plan emitted (``options`` go to ``emit``). Returns (graph,
-        output keys, keys read)."""
-        sources, where = self.sources, entry.where
+        ``entry``), then the IA plan emitted. Returns ``emit``'s (graph, output keys per root,
+        keys read, moves)."""
+        sources, where, roots = self.sources, entry.where, entry.plan.roots
         if where.client is not None and not _in_event_loop(where.client):
-            register_worker_dispatch(where.client, chunk_backends(self.expr))
+            register_worker_dispatch(where.client, chunk_backends(self.roots))
             keep_pinned_replicas(where.client)
-            sources = _scatter_in_memory_inputs(entry.plan.root, sources, where)
+            sources = _scatter_in_memory_inputs(roots, sources, where)
             entry.scattered = tuple(s for n, s in sources.items() if s is not self.sources[n])
-        return emit(entry.plan.root, sources, where.workers, self.name.split("-")[-1], output_name, **options)
+        return emit(roots, sources, where.workers, self.name.split("-")[-1], self.output_names)
 
     def _persisted_futures(self):
         if self.expr.children:
@@ -285,8 +305,8 @@ def on_sites(held: dict, where) -> dict | None:
     return out
 
 
-def chunk_backends(expr) -> set:
-    return {n.type.backend for n in expr.walk()}
+def chunk_backends(roots) -> set:
+    return {n.type.backend for n in walk_many(roots)}
 
 
 def plan_cache_key(where, placements):
@@ -300,14 +320,14 @@ def plan_cache_key(where, placements):
     )
 
 
-def _scatter_in_memory_inputs(root, sources, where):
+def _scatter_in_memory_inputs(roots, sources, where):
     """Client-side arrays go to their planned workers by scatter, keeping the graph small.
 
     A plan may place one input several times (``x @ x.T`` reads ``x`` laid out two ways),
     each placement free: every block goes to every site any placement puts it on, so no
     placed copy has to be fetched from another worker (the plan predicted none)."""
     sites = {}  # input name -> {key: {site, ...}}
-    for node in root.walk():
+    for node in walk_many(roots):
         src = sources.get(getattr(getattr(node, "input", None), "name", None))
         if isinstance(src, ArraySource):
             held = sites.setdefault(src.input.name, {})

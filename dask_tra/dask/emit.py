@@ -26,6 +26,7 @@ from dask._task_spec import GraphNode, convert_legacy_task
 from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
+from ..tra.dag import walk_many
 from ..tra.expr import Concat, Tile
 from ..tra.tasks import Data
 from .sources import Ref, is_future
@@ -60,13 +61,13 @@ def _alpha(label: str) -> str:
     return "-".join(words) or "op"
 
 
-def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_kernels=()):
-    """Build the graph. ``workers[site]`` is the address pinning site's tasks (None: no pins).
-    Tasks of local operators applying one of ``unfused_kernels`` stay tasks and read their
-    inputs by key (``Joint`` finds its outputs through them).
+def emit(roots, sources: dict, workers, token: str, output_names):
+    """Build one graph computing every IA plan of ``roots`` (sharing what they share), the
+    blocks of ``roots[i]`` under the keys ``(output_names[i], *key)``. ``workers[site]`` is the
+    address pinning site's tasks (None: no pins).
 
-    Returns (HighLevelGraph, output key per relation key, the input keys whose moves are the
-    plan's, ``Moves``: what the graph sends between sites). A lazy dask.array block is made where the
+    Returns (HighLevelGraph, per root its output key per relation key, the input keys whose
+    moves are the plan's, ``Moves``: what the graph sends between sites). A lazy dask.array block is made where the
     plan first reads it; a second site makes it again when only source data lies behind it,
     and otherwise fetches it, a move the plan did not predict: such a block's moves are left to
     ``measure().other_bytes``.
@@ -85,21 +86,24 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
     home = {}  # input key read by key -> the sites holding it
     nbytes = {}  # dask key -> bytes of its chunk
-    walk = plan.walk()
+    walk = walk_many(roots)
     # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
     # dask moves it exactly as often as predicted
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
     fused = _fusable_joins(walk)
-    direct = len(plan.copies) == sum(len(cs) for cs in plan.copies.values())  # one copy per key
+    direct = {}  # id(root) -> output name, for a root made once per key: its tasks are the outputs
+    for root, output_name in zip(roots, output_names):
+        if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
+            direct.setdefault(id(root), output_name)
     for node in walk:
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
         name = f"tra-{stage_name(node)}-{token}-{node.uid}"
         if node.uid in fused.values():
             name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-') :]}-{token}-{node.uid}"
-        if node is plan and direct:
+        output_name = direct.get(id(node))
+        if output_name is not None:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
-        rigid = getattr(getattr(node, "op", None), "kernel", None) in unfused_kernels
         for key, copies in node.copies.items():
             for site, origin in copies:
                 if (origin, site) in avail:
@@ -107,7 +111,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                 if isinstance(node, (Broadcast, Shuffle)):  # a dependency, not a task
                     avail[(origin, site)] = avail[(origin, origin[2])]
                     continue
-                dk = (output_name,) + tuple(key) if node is plan and direct else (name,) + tuple(key) + (site,)
+                dk = (name,) + tuple(key) if output_name is not None else (name,) + tuple(key) + (site,)
                 if isinstance(node, Placed):
                     spec = sources[node.input.name].task(key)
                     if isinstance(spec, Ref):  # read by its key
@@ -122,7 +126,7 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                         ):
                             remade = _remade_here(Alias(dk, spec.key), external)
                             if not isinstance(remade, Alias):  # its own task again, on this site
-                                g.add(dk, remade, [], site, rigid)
+                                g.add(dk, remade, [], site)
                                 avail[(origin, site)] = dk
                             else:
                                 fetched.add(spec.key)
@@ -131,27 +135,29 @@ def emit(plan, sources: dict, workers, token: str, output_name: str, unfused_ker
                     if block in made and origin not in moved:  # placed twice (two layouts): made once
                         avail[(origin, site)] = made[block]
                         continue
-                    g.add(dk, _input_task(dk, spec), [], site, rigid)
+                    g.add(dk, _input_task(dk, spec), [], site)
                     if origin not in moved:
                         made[block] = dk
                 elif node.uid in fused.values():
-                    g.add(dk, *_fused_task(node, key, site, avail, dk), site, rigid)
+                    g.add(dk, *_fused_task(node, key, site, avail, dk), site)
                 else:
                     built = _task(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
                         continue
-                    g.add(dk, *built, site, rigid)
+                    g.add(dk, *built, site)
                 avail[(origin, site)] = dk
                 nbytes[dk] = _chunk_bytes(node.type, key)
-    out_keys = {}
-    for key, copies in plan.copies.items():
-        site, origin = copies[0]
-        ok = (output_name,) + tuple(key)
-        out_keys[key] = ok
-        if avail[(origin, site)] != ok:  # the result was made earlier (or sits on several sites)
-            src = avail[(origin, site)]
-            g.add(ok, Alias(ok, src), [src], site, False)
-        g.exposed.add(ok)
+    out_keys = []
+    for root, output_name in zip(roots, output_names):
+        out_keys.append({})
+        for key, copies in root.copies.items():
+            site, origin = copies[0]
+            ok = (output_name,) + tuple(key)
+            out_keys[-1][key] = ok
+            if avail[(origin, site)] != ok:  # made earlier, sits on several sites, or is another output
+                src = avail[(origin, site)]
+                g.add(ok, Alias(ok, src), [src], site)
+            g.exposed.add(ok)
     moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
     graph = _graph(g.fused(), g.site, external, ext_pins, f"tra-external-{token}", workers)
     return graph, out_keys, reads - fetched, moves
@@ -210,13 +216,10 @@ class _Tasks:
 
     def __init__(self):
         self.spec, self.site, self.reads = {}, {}, {}
-        self.exposed = set()  # outputs, and tasks and inputs of unfused operators
+        self.exposed = set()  # the outputs: they stay keys
 
-    def add(self, dk, spec, refs, site, rigid):
+    def add(self, dk, spec, refs, site):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
-        if rigid:
-            self.exposed.add(dk)
-            self.exposed.update(refs)
 
     def fused(self) -> dict:
         """Every task, with each task read once by a task on its site inlined into that reader."""

@@ -39,7 +39,7 @@ def recover(collection) -> bool:
     for name, src in collection.sources.items():
         if lost_futures(src):
             found = True
-            src.refresh(rebuild(name, src, type(collection)))
+            src.refresh(rebuild(name, src, collection.array_type))
     for name, src in collection.sources.items():
         gone = [k for k, f in src.graph.items() if is_future(f) and f.status != "finished"]
         if gone and not isinstance(src, PersistedSource):
@@ -61,7 +61,7 @@ def restore_lost(collection):
     starts from data the cluster has."""
     for name, src in collection.sources.items():
         if getattr(src, "lineage", None) is not None and lost_futures(src):
-            src.refresh(rebuild(name, src, type(collection)))
+            src.refresh(rebuild(name, src, collection.array_type))
 
 
 def rebuild(name, src, cls) -> PersistedSource:

@@ -1,0 +1,159 @@
+"""Several RelArrays planned and computed as ONE computation (loss and gradients together).
+
+``Joint(a, b, ...)`` hands the optimizer every array's expression as one multi-root DAG
+(``optimizer.plan_many``): a node they share (the forward pass, which a gradient reads) is
+planned once and computed once, and the plan is emitted as one Dask graph holding each
+output's blocks under its own key prefix (``emit`` with several roots).
+
+Reuse: the optimizer's search keeps up to ``keep`` layouts per node and lets every
+consumer pick its own, so a node read by several consumers (a forward intermediate read
+by the backward pass) may be computed once per layout: its cost model counts bytes moved,
+and recomputation moves none. ``Joint`` (``reuse=True``, the default) resolves every such
+node to ONE of its layouts (``plan_many``'s ``one_layout``), which all consumers then read,
+moving it where they need it: each forward intermediate is computed once.
+"""
+
+from __future__ import annotations
+
+from .core import RelArray
+from ..dask.collection import DaskCollection, _finalize
+from ..dask.sources import fresh_name
+
+
+class Joint(DaskCollection):
+    """A Dask collection of several RelArrays computed by one plan.
+
+    ``dask.compute(Joint(loss, g1, g2))`` (or ``.compute()``) returns a tuple of NumPy arrays;
+    ``.persist()`` a tuple of persisted RelArrays; ``.explain()`` the plan."""
+
+    def __init__(self, *arrays, reuse=True):
+        if not arrays:
+            raise ValueError("Joint needs at least one RelArray")
+        for i, a in enumerate(arrays):
+            if not isinstance(a, RelArray):
+                raise TypeError(f"Joint: argument {i} is a {type(a).__name__}, not a RelArray")
+        self.one_layout = reuse
+        self.arrays = tuple(arrays)
+        self.sources = {}
+        for a in arrays:
+            self.sources.update(a.sources)
+        self.name = fresh_name("tra-joint")
+        self.chunks = ()
+        self._plans = {}
+        self._last_explain = None
+
+    @property
+    def roots(self) -> tuple:
+        return tuple(a.expr for a in self.arrays)
+
+    @property
+    def output_names(self) -> tuple:
+        return tuple(f"{self.name}-out{i}" for i in range(len(self.arrays)))
+
+    @property
+    def array_type(self) -> type:
+        return RelArray
+
+    def _persisted_futures(self):
+        return None  # each output is planned; a persisted one is read by its futures' keys
+
+    def explain(self, sites=None):
+        """The report of the one plan computing every output (with the bytes its graph moves,
+        once the graph was built)."""
+        if sites is None and self._last_explain is not None:
+            return self._last_explain
+        return self.planned(sites)[0].explain
+
+    def __dask_keys__(self):
+        out = []
+        for a, name in zip(self.arrays, self.output_names):
+            numblocks = a.numblocks
+            if not numblocks:
+                out.append([(name,)])
+                continue
+
+            def nest(prefix, name=name, numblocks=numblocks):
+                if len(prefix) == len(numblocks):
+                    return (name,) + prefix
+                return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
+
+            out.append(nest(()))
+        return out
+
+    def __dask_layers__(self):
+        return self.output_names
+
+    def __dask_postcompute__(self):
+        return _finalize_all, (tuple(a.ndim for a in self.arrays),)
+
+    def __dask_postpersist__(self):
+        return _rebuild_all, (tuple(a.expr.type for a in self.arrays), self.output_names)
+
+    def __repr__(self):
+        return f"dask_tra.Joint<{len(self.arrays)} outputs: " + ", ".join(f"{a.shape}" for a in self.arrays) + ">"
+
+
+def _finalize_all(results, ndims):
+    return tuple(_finalize(r, n) for r, n in zip(results, ndims))
+
+
+def _rebuild_all(dsk, types, names, rename=None):
+    return tuple(RelArray._from_persisted(dsk, t, n) for t, n in zip(types, names))
+
+
+def only_arrays(args) -> bool:
+    """True if ``args`` are RelArrays, or lists, tuples or dicts of them, and at least one."""
+    flat = [
+        v for a in args for v in (a.values() if isinstance(a, dict) else a if isinstance(a, (list, tuple)) else (a,))
+    ]
+    return bool(flat) and all(isinstance(v, RelArray) for v in flat)
+
+
+def _flatten(args):
+    flat, spec = [], []
+    for a in args:
+        if isinstance(a, RelArray):
+            spec.append(("one", len(flat)))
+            flat.append(a)
+        elif isinstance(a, dict):
+            keys = list(a)
+            spec.append(("dict", keys, len(flat)))
+            flat.extend(a[k] for k in keys)
+        elif isinstance(a, (list, tuple)):
+            spec.append((type(a), len(a), len(flat)))
+            flat.extend(a)
+        else:
+            raise TypeError(f"compute: expected RelArrays (or lists, tuples, dicts of them), got {type(a).__name__}")
+    return flat, spec
+
+
+def _unflatten(values, spec):
+    out = []
+    for s in spec:
+        if s[0] == "one":
+            out.append(values[s[1]])
+        elif s[0] == "dict":
+            keys, start = s[1], s[2]
+            out.append(dict(zip(keys, values[start : start + len(keys)])))
+        else:
+            typ, n, start = s
+            out.append(typ(values[start : start + n]))
+    return tuple(out)
+
+
+def compute(*args, **kwargs):
+    """Compute RelArrays (or lists/tuples/dicts of them) in ONE plan; returns NumPy results
+    in the same structure: ``loss, grads = compute(loss, grads)``. Keyword arguments go to
+    ``dask.compute`` (e.g. ``scheduler="threads"``)."""
+    flat, spec = _flatten(args)
+    return _unflatten(Joint(*flat).compute(**kwargs), spec)
+
+
+def persist(*args, **kwargs):
+    """Persist RelArrays (or lists/tuples/dicts of them) in ONE plan; returns persisted
+    RelArrays in the same structure. Keyword arguments go to ``dask.persist``."""
+    flat, spec = _flatten(args)
+    return _unflatten(Joint(*flat).persist(**kwargs), spec)
+
+
+__all__ = ["Joint", "compute", "persist"]
