@@ -14,12 +14,37 @@ its declared dtype, so chunks always have the dtype their metadata says.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backends
-from ..tra.kernels import Einsum, Kernel, frozen
+from ..tra.expr import Join
+from ..tra.kernels import (
+    ARRAY,
+    MAX_PARTIALS,
+    MIN_PARTIALS,
+    MUL_PARTIALS,
+    Bound,
+    Einsum,
+    GradKernel,
+    Kernel,
+    cast,
+    cast_after,
+    elementwise_join_vjp,
+    elementwise_transform_vjp,
+    first_axes,
+    frozen,
+    kernel_axes,
+    reduce_vjp,
+    second_axes,
+    with_axis,
+    xp_of,
+)
 from ..tra.kernels import broadcast_axes as _tra_broadcast_axes
 from ..tra.relation import ChunkAxis
+from ..tra.terms import Term
+from ..tra.vjp import GradError, P, Y, partials_for, register_partials, register_vjp
 
 
 def npx(*chunks):
@@ -88,19 +113,6 @@ class Fn(ChunkFunction):
 
 
 # ---------------------------------------------------------------- elementwise operations
-
-
-class _Array:
-    """Marks an array operand among an elementwise kernel's arguments (the others are constants)."""
-
-    def __repr__(self):
-        return "·"
-
-    def __reduce__(self):
-        return "ARRAY"
-
-
-ARRAY = _Array()
 
 
 class Op:
@@ -378,6 +390,346 @@ class ToBackend(Kernel):
         return hash(("to_backend", self.backend, self.device))
 
 
+# ---------------------------------------------------------------- derivatives (registered in tra/vjp.py)
+#
+# The VJPs of the kernels above, found by kernel type by the backward pass
+# (``dask_tra.autodiff``); elementwise kernels by their operation's partials: NumPy's ufuncs
+# here, the frontend's own elementwise functions by ``dask_tra.autodiff.vjp``. Rules get
+# terms (``tra.vjp.TermLike``) and build with their ``map``/``zip``; see ``tra/vjp.py``.
+
+
+@register_vjp(ElementwiseOp)
+def _elementwise_transform(node, g, x, y):
+    parts = _elementwise_partials(node.kernel)
+    return NotImplemented if parts is None else elementwise_transform_vjp(node, g, x, y, *parts)
+
+
+@register_vjp(ElementwiseOp, kind="join")
+def _elementwise_join(node, g, side, terms, y):
+    parts = _elementwise_partials(node.kernel)
+    return NotImplemented if parts is None else elementwise_join_vjp(node, g, side, terms, y, *parts)
+
+
+def _elementwise_partials(kernel):
+    """(partials, arguments) of an ``ElementwiseOp``, or None: a ufunc called with keyword
+    arguments or for one output of several has none."""
+    op = kernel.op
+    if op.index is not None or (isinstance(op.fn, np.ufunc) and op.params):
+        return None
+    return partials_for(op.fn), list(kernel.args)
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _d_y(xp, y):
+    return y
+
+
+def _d_reciprocal_of(xp, b):
+    return 1 / b
+
+
+def _d_divide_right(xp, y, b):
+    return -y / b
+
+
+def _d_power_base(xp, a, b):
+    return b * a ** (b - 1)
+
+
+def _d_power_exponent(xp, y, a):
+    return y * xp.log(a)
+
+
+def _d_square(xp, a):
+    return 2 * a
+
+
+def _d_reciprocal(xp, y):
+    return -y * y
+
+
+def _d_sqrt(xp, y):
+    return 0.5 / y
+
+
+def _d_cbrt(xp, y):
+    return 1 / (3 * y * y)
+
+
+def _d_abs(xp, a):
+    return xp.sign(a)
+
+
+def _d_exp2(xp, y):
+    return y * _LN2
+
+
+def _d_expm1(xp, y):
+    return y + 1
+
+
+def _d_log(xp, a):
+    return 1 / a
+
+
+def _d_log2(xp, a):
+    return 1 / (a * _LN2)
+
+
+def _d_log10(xp, a):
+    return 1 / (a * _LN10)
+
+
+def _d_log1p(xp, a):
+    return 1 / (1 + a)
+
+
+def _d_logaddexp(xp, a, y):
+    return xp.exp(a - y)
+
+
+def _d_logaddexp2(xp, a, y):
+    return 2.0 ** (a - y)
+
+
+def _d_sin(xp, a):
+    return xp.cos(a)
+
+
+def _d_cos(xp, a):
+    return -xp.sin(a)
+
+
+def _d_tan(xp, y):
+    return 1 + y * y
+
+
+def _d_arcsin(xp, a):
+    return 1 / xp.sqrt(1 - a * a)
+
+
+def _d_arccos(xp, a):
+    return -1 / xp.sqrt(1 - a * a)
+
+
+def _d_arctan(xp, a):
+    return 1 / (1 + a * a)
+
+
+def _d_sinh(xp, a):
+    return xp.cosh(a)
+
+
+def _d_cosh(xp, a):
+    return xp.sinh(a)
+
+
+def _d_tanh(xp, y):
+    return 1 - y * y
+
+
+def _d_arcsinh(xp, a):
+    return 1 / xp.sqrt(a * a + 1)
+
+
+def _d_arccosh(xp, a):
+    return 1 / xp.sqrt(a * a - 1)
+
+
+def _d_arctanh(xp, a):
+    return 1 / (1 - a * a)
+
+
+def _d_arctan2_first(xp, a, b):
+    return b / (a * a + b * b)
+
+
+def _d_arctan2_second(xp, a, b):
+    return -a / (a * a + b * b)
+
+
+def _d_hypot(xp, a, y):
+    return a / y
+
+
+DIVIDE_PARTIALS = (P([1], _d_reciprocal_of), P([Y, 1], _d_divide_right))
+_POWER = (P([0, 1], _d_power_base), P([Y, 0], _d_power_exponent))
+
+for _op, _partials in {
+    # arithmetic
+    np.add: (1, 1),
+    np.subtract: (1, -1),
+    np.multiply: MUL_PARTIALS,
+    np.divide: DIVIDE_PARTIALS,
+    np.power: _POWER,
+    np.float_power: _POWER,
+    np.negative: (-1,),
+    np.positive: (1,),
+    np.conjugate: (1,),
+    np.square: (P([0], _d_square),),
+    np.reciprocal: (P([Y], _d_reciprocal),),
+    np.sqrt: (P([Y], _d_sqrt),),
+    np.cbrt: (P([Y], _d_cbrt),),
+    np.absolute: (P([0], _d_abs),),
+    np.fabs: (P([0], _d_abs),),
+    np.maximum: MAX_PARTIALS,
+    np.minimum: MIN_PARTIALS,
+    np.fmax: MAX_PARTIALS,
+    np.fmin: MIN_PARTIALS,
+    # exponentials and logarithms
+    np.exp: (P([Y], _d_y),),
+    np.exp2: (P([Y], _d_exp2),),
+    np.expm1: (P([Y], _d_expm1),),
+    np.log: (P([0], _d_log),),
+    np.log2: (P([0], _d_log2),),
+    np.log10: (P([0], _d_log10),),
+    np.log1p: (P([0], _d_log1p),),
+    np.logaddexp: (P([0, Y], _d_logaddexp), P([1, Y], _d_logaddexp)),
+    np.logaddexp2: (P([0, Y], _d_logaddexp2), P([1, Y], _d_logaddexp2)),
+    # trigonometric and hyperbolic
+    np.sin: (P([0], _d_sin),),
+    np.cos: (P([0], _d_cos),),
+    np.tan: (P([Y], _d_tan),),
+    np.arcsin: (P([0], _d_arcsin),),
+    np.arccos: (P([0], _d_arccos),),
+    np.arctan: (P([0], _d_arctan),),
+    np.sinh: (P([0], _d_sinh),),
+    np.cosh: (P([0], _d_cosh),),
+    np.tanh: (P([Y], _d_tanh),),
+    np.arcsinh: (P([0], _d_arcsinh),),
+    np.arccosh: (P([0], _d_arccosh),),
+    np.arctanh: (P([0], _d_arctanh),),
+    np.arctan2: (P([0, 1], _d_arctan2_first), P([0, 1], _d_arctan2_second)),
+    np.hypot: (P([0, Y], _d_hypot), P([1, Y], _d_hypot)),
+    np.deg2rad: (math.pi / 180,),
+    np.radians: (math.pi / 180,),
+    np.rad2deg: (180 / math.pi,),
+    np.degrees: (180 / math.pi,),
+    # piecewise constant: zero derivative (as in JAX and PyTorch)
+    **{f: (0,) * 2 for f in (np.sign, np.floor, np.ceil, np.trunc, np.rint, np.heaviside)},
+}.items():
+    register_partials(_op, _partials)
+
+
+register_vjp(ReduceChunk, reduce_vjp)
+
+
+@register_vjp(Permute)
+def _permute_transform(node, g, x, y):
+    inv = tuple(int(i) for i in np.argsort(node.kernel.perm))
+    back, dtype = Permute(inv), node.child.type.dtype
+    return g.map(GradKernel(back.name, Bound(cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype))
+
+
+def _reshape_like(dtype, xc, gc):
+    xp = xp_of(xc, gc)
+    return cast(xp, xp.reshape(gc, tuple(xc.shape)), dtype)
+
+
+@register_vjp(Reshape)
+def _reshape_transform(node, g, x, y):
+    """Reshape back: extents from metadata when each input axis is constant or proportional to
+    an output axis (always so for the frontend's reshapes), else from the forward chunk."""
+    spec = tuple(node.kernel.spec)
+    dtype = node.child.type.dtype
+    inv = []
+    for i, ax in enumerate(node.child.type.axes):
+        c = ax.constant
+        if c is not None:
+            inv.append(c)
+            continue
+        hit = [(j, s) for j, s in enumerate(spec) if isinstance(s, tuple) and s[0] == i]
+        if not hit:
+            inv = None
+            break
+        j, (_, num, den) = hit[0]
+        inv.append((j, den, num))
+    if inv is None:
+        return x.zip(g, GradKernel("reshapeBack", Bound(_reshape_like, dtype), 2, axes=first_axes, dtype=dtype))
+    back = Reshape(inv)
+    return g.map(
+        GradKernel("reshapeBack", Bound(cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype)
+    )
+
+
+def _with_extent(p, e):
+    return np.concatenate([np.asarray(e), np.asarray(p)])
+
+
+def _with_extent_axes(frontier, pa, ea):
+    return (ChunkAxis(pa[0].key_dims, pa[0].sizes + 1),)
+
+
+def _scatter(axis, dtype, gc, ep):
+    """A piece's gradient placed in zeros of its block's extent (``ep``: extent, then positions)."""
+    ext_, p = int(ep[0]), np.asarray(ep[1:])
+    shape = list(gc.shape)
+    shape[axis] = ext_
+    b = backends.backend_of(gc)
+    out = b.zeros(shape, dtype, b.device_of(gc))
+    if p.shape[0] == 4 and p[3] == -1:  # a strided slice: (start, step, count, -1)
+        p = int(p[0]) + int(p[1]) * np.arange(int(p[2]))
+    return b.add_at(out, axis, p, gc)
+
+
+@register_vjp(Take, kind="join", context=True)
+def _take_join(node, g, side, terms, y, ctx):
+    """The frontend's gather ``Join([axis],[0],take)(X, pieces)``: scatter g into zeros of the
+    block's extent (block extents from metadata, positions from the forward piece relation)."""
+    if side != 0:
+        return None
+    axis = node.kernel.axis
+    xt, pt = node.left.type, node.right.type
+    ax = xt.axes[axis].simplified()
+    if ax.key_dims not in ((), (axis,)):
+        raise GradError(f"{node.describe()}: block extents along axis {axis} vary with other key dims")
+    ext = {i: (int(ax.sizes) if not ax.key_dims else int(ax.sizes[i])) for i in range(pt.frontier[0])}
+    E = ctx.const({k: [ext[k[0]]] for k in pt.iter_keys()}, pt.frontier, np.int64, "grad-extents")
+    ep_kernel = GradKernel("withExtent", _with_extent, 2, axes=_with_extent_axes, dtype=np.int64)
+    EP = Term(Join(node.right, E, [0, 1], [0, 1], ep_kernel), terms[1].dims)
+    return g.zip(
+        EP,
+        GradKernel(
+            f"scatter[{axis}]",
+            Bound(_scatter, axis, xt.dtype),
+            2,
+            axes=Bound(with_axis, axis, xt.axes[axis]),
+            dtype=xt.dtype,
+        ),
+    )
+
+
+def _split_piece(axis, side, dtype, gc, a):
+    """The part of a concatenated block's gradient that came from ``a`` (left: 0, right: 1)."""
+    index = [slice(None)] * gc.ndim
+    index[axis] = slice(0, a.shape[axis]) if side == 0 else slice(a.shape[axis], None)
+    return cast(xp_of(gc, a), gc[tuple(index)], dtype)
+
+
+@register_vjp(Concatenate, kind="join")
+def _concatenate_join(node, g, side, terms, y):
+    axis = node.kernel.axis
+    dtype = node.children[side].type.dtype
+    axes = second_axes if side == 0 else Bound(with_axis, axis, node.right.type.axes[axis])
+    return g.zip(
+        terms[0], GradKernel(f"split[{axis}]", Bound(_split_piece, axis, side, dtype), 2, axes=axes, dtype=dtype)
+    )
+
+
+def _dtriangle(which, dtype, gc, p):
+    return cast(xp_of(gc), getattr(backends.numpy_like(gc), which)(gc, int(np.asarray(p).reshape(-1)[0])), dtype)
+
+
+@register_vjp(Triangle, kind="join")
+def _triangle_join(node, g, side, terms, y):
+    if side != 0:
+        return None
+    which, dtype = node.kernel.which, node.left.type.dtype
+    return g.zip(terms[1], GradKernel(f"d{which}", Bound(_dtriangle, which, dtype), 2, axes=first_axes, dtype=dtype))
+
+
 __all__ = [
     "ChunkFunction",
     "Fn",
@@ -398,4 +750,5 @@ __all__ = [
     "along",
     "npx",
     "dtype_of",
+    "DIVIDE_PARTIALS",
 ]

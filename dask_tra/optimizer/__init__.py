@@ -132,68 +132,87 @@ def final_costs(roots, s, rates):
     """Exact costs of a chosen plan: each alternative re-costed once, in topological order, with
     the copies earlier consumers already moved (a second move of a tuple to a site is free).
     Returns (Cost, {id(alt): Cand})."""
-    present, cands = {}, {}
-    moved = paper = tasks = 0
-    flops = np.zeros(s)
-    site_moved = np.zeros(s)
-    peak = np.zeros(s, np.int64)
+    totals = _Totals(s)
     for alt in chosen(roots):
-        if not alt.inputs:
-            present[id(alt)] = alt.layout
-            continue
-        views = views_of(alt.inputs, present)
-        only = alt.strategy if alt.strategy != "bmm" else f"bmm-{alt.cand.detail['bside']}"
-        cand = _candidates(alt.node, kind_of(alt.node), views, s, only)[alt.strategy]
+        if alt.inputs:
+            totals.add(alt, _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.present, s))
+        else:
+            totals.present[id(alt)] = alt.layout
+    return totals.cost(roots, rates), totals.cands
+
+
+class _Totals:
+    """A plan's exact cost summed operator by operator (``final_costs``), with the copies each
+    operator leaves where its consumers find them (``present``)."""
+
+    def __init__(self, s):
+        self.present, self.cands = {}, {}
+        self.moved = self.paper = self.tasks = 0
+        self.flops, self.site_moved = np.zeros(s), np.zeros(s)
+        self.peak = np.zeros(s, np.int64)
+
+    def add(self, alt, cand):
         for a, p in zip(alt.inputs, cand.present):
             if not a.free:
-                present[id(a)] = p
-        present[id(alt)] = alt.layout
-        cands[id(alt)] = cand
-        moved += cand.moved
-        site_moved = site_moved + received(cand, s)
-        paper += cand.paper
-        tasks += cand.tasks
-        flops = flops + cand.flops
-        peak = np.maximum(peak, np.asarray(cand.peak, np.int64))
-    if not cands:  # a plan that is just placed inputs
-        for a in roots:
-            peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
-    secs = rates.seconds(moved, tasks, flops, site_moved)
-    cost = Cost(
-        moved,
-        dict(enumerate(int(p) for p in peak)),
-        paper,
-        tasks,
-        tuple(float(f) for f in flops),
-        secs,
-        tuple(float(b) for b in site_moved),
-    )
-    return cost, cands
+                self.present[id(a)] = p
+        self.present[id(alt)] = alt.layout
+        self.cands[id(alt)] = cand
+        self.moved += cand.moved
+        self.site_moved = self.site_moved + received(cand, len(self.flops))
+        self.paper += cand.paper
+        self.tasks += cand.tasks
+        self.flops = self.flops + cand.flops
+        self.peak = np.maximum(self.peak, np.asarray(cand.peak, np.int64))
+
+    def cost(self, roots, rates) -> Cost:
+        peak = self.peak
+        if not self.cands:  # a plan that is just placed inputs
+            for a in roots:
+                peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
+        return Cost(
+            self.moved,
+            dict(enumerate(int(p) for p in peak)),
+            self.paper,
+            self.tasks,
+            tuple(float(f) for f in self.flops),
+            rates.seconds(self.moved, self.tasks, self.flops, self.site_moved),
+            tuple(float(b) for b in self.site_moved),
+        )
+
+
+def _one_candidate(node, strategy, cand, inputs, present, s):
+    """The costing of ``strategy`` for ``node`` over ``inputs`` (with the copies in ``present``),
+    or None if it no longer applies; ``cand`` is the costing it was chosen by (bmm's side)."""
+    only = strategy if strategy != "bmm" else f"bmm-{cand.detail['bside']}"
+    return _candidates(node, kind_of(node), views_of(inputs, present), s, only).get(strategy)
 
 
 def _recost(template, order, s, placements, rates, memory_limit):
-    """A cached plan's choices re-costed for other input placements (one candidate per operator);
-    None if a choice no longer applies or no longer fits the memory limit."""
+    """A cached plan's choices re-costed for other input placements, in one pass: one candidate
+    per operator, costed with the copies earlier operators moved (as ``final_costs``); None if
+    a choice no longer applies or no longer fits the memory limit."""
     entries, root_pos, _ = template
     made = []
+    totals = _Totals(s)
     for node_index, alt, cand in entries:
         node = order[node_index]
         if cand is None:
             made.append(input_alt(node, s, placements or {}))
+            totals.present[id(made[-1])] = made[-1].layout
             continue
         kids = tuple(made[j] for j in alt.inputs)
-        only = alt.strategy if alt.strategy != "bmm" else f"bmm-{cand.detail['bside']}"
-        c = _candidates(node, kind_of(node), views_of(kids), s, only).get(alt.strategy)
+        c = _one_candidate(node, alt.strategy, cand, kids, totals.present, s)
         if c is None:
             return None
         new = combine(node, alt.strategy, c, kids, rates)
         new.table = alt.table
         made.append(new)
+        totals.add(new, c)
     roots = tuple(made[j] for j in root_pos)
-    cost, cands = final_costs(roots, s, rates)
+    cost = totals.cost(roots, rates)
     if memory_limit is not None and max(cost.peak_memory.values(), default=0) > memory_limit:
         return None
-    return roots, cost, cands
+    return roots, cost, totals.cands
 
 
 def _report(roots, cands):

@@ -19,13 +19,16 @@ that needs a function holds a module-level one, with its constants bound by ``Bo
 from __future__ import annotations
 
 import math
+import numbers
 import string
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import backends
 from .errors import ChunkShapeError, TRAError
 from .relation import ChunkAxis, unify_axes
+from .vjp import GradError, P, Partial, TermLike, Y, partials_for, register_partials, register_vjp
 
 
 def namespace(*chunks):
@@ -427,6 +430,420 @@ def diag_kernel():
     return Custom("diag", _diag)
 
 
+# ---------------------------------------------------------------- derivatives (tra/vjp.py's registry)
+#
+# The VJPs of the kernels above, and the building blocks every kernel's VJP uses: the
+# backward pass's kernel (``GradKernel``), the chain rule of elementwise kernels (``chain``),
+# the fold of a broadcast contribution back to an operand's shape (``Reduction``). Rules get
+# terms (``vjp.TermLike``) and build with their ``map``/``zip``; see ``tra/vjp.py``.
+
+
+class _Array:
+    """Marks an array operand among an elementwise kernel's arguments (the others are constants)."""
+
+    def __repr__(self) -> str:
+        return "·"
+
+    def __reduce__(self) -> str:
+        return "ARRAY"
+
+
+ARRAY = _Array()
+
+
+class GradKernel(Kernel):
+    """A chunk function of the backward pass with declared output axes and dtype.
+
+    ``axes(frontier, *in_axes)`` gives the output chunk axes (default: NumPy broadcasting of
+    the inputs); ``dtype`` the output dtype (default: that of the first input). ``fn`` and
+    ``axes`` are module-level functions (constants bound with ``Bound``), so gradients pickle.
+    """
+
+    def __init__(self, name: str, fn: Callable, arity: int, axes: Callable | None = None, dtype: Any = None) -> None:
+        self.name, self.fn, self.arity = name, fn, arity
+        self._axes = axes
+        self._dtype = None if dtype is None else np.dtype(dtype)
+
+    def __call__(self, *chunks: Any) -> Any:
+        # NumPy chunks join the other operands' library and device, but for integer ones: the
+        # backward pass's parameter chunks (offsets, extents), read on the host as integers
+        keep = tuple(i for i, c in enumerate(chunks) if isinstance(c, np.ndarray) and c.dtype.kind in "iu")
+        _, chunks = backends.align(*chunks, keep=keep)
+        return self.fn(*chunks)
+
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
+        if self._axes is not None:
+            return tuple(self._axes(frontier, *in_axes))
+        return broadcast_axes(frontier, in_axes, self.name)
+
+    def out_dtype(self, *dtypes: Any) -> np.dtype:
+        return self._dtype if self._dtype is not None else np.dtype(dtypes[0])
+
+
+def cast(xp: Any, v: Any, dtype: Any) -> Any:
+    """``v`` as an array of NumPy dtype ``dtype`` in its own library: the backend of ``v`` maps
+    the dtype, never ``xp`` (the namespace of ``v``, kept for the callers); a Python scalar
+    becomes a NumPy 0-d array."""
+    if not hasattr(v, "dtype") or not hasattr(v, "shape"):
+        return np.asarray(v, dtype=dtype)
+    return backends.backend_of(v).coerce(v, dtype)
+
+
+def xp_of(*chunks: Any) -> Any:
+    arrays = [c for c in chunks if hasattr(c, "shape") and hasattr(c, "dtype")]
+    return namespace(*arrays) if arrays else namespace(np.zeros(()))
+
+
+class Reduction:
+    """How a contribution chunk (broadcast shape) folds back to an operand's chunk shape:
+    sum the leading axes the operand lacks, and (keeping them) the axes where the operand
+    has a constant extent 1 that was stretched. Static: read from the chunk-axis metadata."""
+
+    def __init__(self, operand_axes: Sequence[ChunkAxis], out_rank: int) -> None:
+        self.lead = out_rank - len(operand_axes)
+        if self.lead < 0:
+            raise GradError("operand has a higher chunk rank than the result it broadcasts to")
+        self.operand_axes = tuple(operand_axes)
+        self.keep = tuple(i for i, ax in enumerate(operand_axes) if ax.constant == 1)
+
+    def axes(self, axes: Sequence[ChunkAxis]) -> tuple:
+        """Output axes from the contribution's axes."""
+        axes = tuple(axes)[self.lead :]
+        return tuple(ChunkAxis.const(1) if i in self.keep else ax for i, ax in enumerate(axes))
+
+    def __call__(self, xp: Any, v: Any) -> Any:
+        if self.lead:
+            v = xp.sum(v, axis=tuple(range(self.lead)))
+        shrink = tuple(i for i in self.keep if v.shape[i] != 1)
+        if shrink:
+            v = xp.sum(v, axis=shrink, keepdims=True)
+        return v
+
+    @property
+    def trivial(self) -> bool:
+        return self.lead == 0 and not self.keep
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reduction) and frozen(vars(self)) == frozen(vars(other))
+
+    def __hash__(self) -> int:
+        return hash(frozen(vars(self)))
+
+
+# ---------------------------------------------------------------- the elementwise chain rule
+
+
+def _const_value(partial: Partial, values: Sequence) -> Any:
+    """Evaluate a partial whose needed values are all constants (NumPy)."""
+    with np.errstate(all="ignore"):
+        return partial.fn(np, *values)
+
+
+def _partial_at(partial: Partial, template: tuple, chunks: tuple) -> Any:
+    """The partial at chunk level: ``template`` lists its needed values, ``ARRAY`` where a chunk goes."""
+    it = iter(chunks)
+    subst = [next(it) if v is ARRAY else v for v in template]
+    if backends.backend_of(*chunks) is not backends.NUMPY:
+        # torch/CuPy functions take no Python numbers: constants as 0-d chunks of the chunks' dtype
+        dtype = backends.numpy_dtype(chunks[0].dtype)
+        subst = backends.align(chunks[0], *(v if hasattr(v, "shape") else np.asarray(v, dtype) for v in subst))[1][1:]
+    with np.errstate(all="ignore"):
+        return partial.fn(xp_of(*chunks), *subst)
+
+
+def _scaled(red: Reduction, dtype: np.dtype, c: Any, v: Any) -> Any:
+    """``v`` (times the constant ``c``, if any) summed back by ``red``, cast."""
+    xp = xp_of(v)
+    return cast(xp, red(xp, v if c is None else v * c), dtype)
+
+
+def _times_partial(red: Reduction, dtype: np.dtype, partial: Partial, template: tuple, gc: Any, t: Any) -> Any:
+    xp = xp_of(gc, t)
+    return cast(xp, red(xp, gc * _partial_at(partial, template, (t,))), dtype)
+
+
+def _partial_cast(partial: Partial, template: tuple, dtype: np.dtype, a: Any, b: Any) -> Any:
+    return cast(xp_of(a, b), _partial_at(partial, template, (a, b)), dtype)
+
+
+def _times(red: Reduction, dtype: np.dtype, gc: Any, dc: Any) -> Any:
+    xp = xp_of(gc, dc)
+    return cast(xp, red(xp, gc * dc), dtype)
+
+
+def _reduced_axes(red: Reduction, frontier: tuple, a: tuple) -> tuple:
+    return red.axes(a)
+
+
+def _reduced_broadcast_axes(red: Reduction, name: str, frontier: tuple, a: tuple, b: tuple) -> tuple:
+    return red.axes(broadcast_axes(frontier, (a, b), name))
+
+
+def chain(
+    g: TermLike,
+    partial: Any,
+    values: dict,
+    operand_axes: Sequence[ChunkAxis],
+    out_rank: int,
+    dtype: Any,
+    name: str,
+    terms: frozenset = frozenset(),
+) -> TermLike | None:
+    """``g · partial`` summed back to the operand's chunk shape (see ``Reduction``).
+
+    ``values``: argument position (or ``Y``) -> a term (a forward relation; its key is in
+    ``terms``) or a constant."""
+    red = Reduction(operand_axes, out_rank)
+    dtype = np.dtype(dtype)
+    if isinstance(partial, Partial):
+        vals = [values[i] for i in partial.needs]
+        is_term = [i in terms for i in partial.needs]
+        needed = [v for v, t in zip(vals, is_term) if t]
+        if not needed:
+            partial = _const_value(partial, vals)
+    if not isinstance(partial, Partial):
+        c = partial
+        if np.all(np.asarray(c) == 0):
+            return None
+        if isinstance(c, numbers.Number) and c == 1:
+            if red.trivial and g.dtype == dtype:
+                return g
+            c = None
+        return g.map(
+            GradKernel(f"d{name}", Bound(_scaled, red, dtype, c), 1, axes=Bound(_reduced_axes, red), dtype=dtype)
+        )
+    template = tuple(ARRAY if t else v for v, t in zip(vals, is_term))
+    axes = Bound(_reduced_broadcast_axes, red, name)
+    if len(needed) == 1:
+        k = GradKernel(f"d{name}", Bound(_times_partial, red, dtype, partial, template), 2, axes=axes, dtype=dtype)
+        return g.zip(needed[0], k)
+    if len(needed) == 2:
+        d = needed[0].zip(
+            needed[1],
+            GradKernel(f"partial{name}", Bound(_partial_cast, partial, template, dtype), 2, dtype=dtype),
+        )
+        return g.zip(d, GradKernel(f"d{name}", Bound(_times, red, dtype), 2, axes=axes, dtype=dtype))
+    raise GradError(f"{name}: a partial derivative may read at most two forward relations")
+
+
+def elementwise_transform_vjp(
+    node: Any, g: TermLike, x: TermLike, y: TermLike, partials: tuple | None, args: Sequence
+) -> Any:
+    """The VJP of ``Transform(k)`` for an elementwise ``k`` of arguments ``args`` (``ARRAY`` for
+    the array operand, constants baked in) with these ``partials`` (NotImplemented if None)."""
+    if partials is None or len(partials) < len(args):
+        return NotImplemented
+    which = list(args).index(ARRAY)
+    values: dict = {i: (x if a is ARRAY else a) for i, a in enumerate(args)}
+    values[Y] = y
+    return chain(
+        g,
+        partials[which],
+        values,
+        node.child.type.axes,
+        node.type.rank,
+        node.child.type.dtype,
+        node.kernel.name,
+        frozenset((which, Y)),
+    )
+
+
+def elementwise_join_vjp(
+    node: Any, g: TermLike, side: int, terms: Sequence[TermLike], y: TermLike, partials: tuple | None, args: Sequence
+) -> Any:
+    """The VJP of ``Join(..., k)`` for an elementwise ``k`` (see ``elementwise_transform_vjp``)."""
+    if partials is None or len(partials) < len(args):
+        return NotImplemented
+    positions = [i for i, a in enumerate(args) if a is ARRAY]
+    values: dict = {i: a for i, a in enumerate(args)}
+    values[positions[0]], values[positions[1]] = terms[0], terms[1]
+    values[Y] = y
+    child = node.children[side]
+    return chain(
+        g,
+        partials[positions[side]],
+        values,
+        child.type.axes,
+        node.type.rank,
+        child.type.dtype,
+        node.kernel.name,
+        frozenset((positions[0], positions[1], Y)),
+    )
+
+
+@register_vjp(Elementwise)
+def _elementwise_transform(node: Any, g: TermLike, x: TermLike, y: TermLike) -> Any:
+    k = node.kernel
+    return elementwise_transform_vjp(node, g, x, y, partials_for(k), [ARRAY] * k.arity)
+
+
+@register_vjp(Elementwise, kind="join")
+def _elementwise_join(node: Any, g: TermLike, side: int, terms: Sequence[TermLike], y: TermLike) -> Any:
+    k = node.kernel
+    return elementwise_join_vjp(node, g, side, terms, y, partials_for(k), [ARRAY] * k.arity)
+
+
+# partials of the TRA's elementwise kernels, and the functions of the frontend's ones share
+
+
+def tie_share(win: Any, a: Any, b: Any, xp: Any) -> Any:
+    return xp.where(win, 1.0, xp.where(a == b, 0.5, 0.0))  # ties split evenly (JAX, PyTorch)
+
+
+def d_max_first(xp: Any, a: Any, b: Any) -> Any:
+    return tie_share(a > b, a, b, xp)
+
+
+def d_max_second(xp: Any, a: Any, b: Any) -> Any:
+    return tie_share(b > a, a, b, xp)
+
+
+def d_min_first(xp: Any, a: Any, b: Any) -> Any:
+    return tie_share(a < b, a, b, xp)
+
+
+def d_min_second(xp: Any, a: Any, b: Any) -> Any:
+    return tie_share(b < a, a, b, xp)
+
+
+def d_other(xp: Any, b: Any) -> Any:
+    return b
+
+
+MAX_PARTIALS = (P([0, 1], d_max_first), P([0, 1], d_max_second))
+MIN_PARTIALS = (P([0, 1], d_min_first), P([0, 1], d_min_second))
+MUL_PARTIALS = (P([1], d_other), P([0], d_other))
+
+register_partials(add, (1, 1))
+register_partials(sub, (1, -1))
+register_partials(mul, MUL_PARTIALS)
+register_partials(maximum, MAX_PARTIALS)
+register_partials(minimum, MIN_PARTIALS)
+register_partials(fmax, MAX_PARTIALS)
+register_partials(fmin, MIN_PARTIALS)
+register_partials(identity, (1,))
+
+
+# ---------------------------------------------------------------- chunk reductions
+
+
+def _expand_axes(xp: Any, v: Any, axes: Sequence[int]) -> Any:
+    shape = list(v.shape)
+    for a in sorted(axes):
+        shape.insert(a, 1)
+    return xp.reshape(v, tuple(shape))
+
+
+def _dsum(keepdims: bool, axes: tuple, dtype: np.dtype, xc: Any, gc: Any) -> Any:
+    xp = xp_of(xc, gc)
+    gc = gc if keepdims else _expand_axes(xp, gc, axes)
+    return cast(xp, xp.broadcast_to(cast(xp, gc, dtype), tuple(xc.shape)), dtype)
+
+
+def _extremum_share(keepdims: bool, axes: tuple, dtype: np.dtype, xc: Any, yc: Any) -> Any:
+    """1/t where the chunk equals its extremum (t: ties in the chunk), else 0."""
+    xp = xp_of(xc, yc)
+    yc = yc if keepdims else _expand_axes(xp, yc, axes)
+    m = xp.where(xc == yc, 1.0, 0.0)
+    return cast(xp, m / xp.sum(m, axis=axes, keepdims=True), dtype)
+
+
+def _dextremum(keepdims: bool, axes: tuple, dtype: np.dtype, gc: Any, dc: Any) -> Any:
+    xp = xp_of(gc, dc)
+    gc = gc if keepdims else _expand_axes(xp, gc, axes)
+    return cast(xp, gc * dc, dtype)
+
+
+@register_vjp(Reduce)
+def reduce_vjp(node: Any, g: TermLike, x: TermLike, y: TermLike) -> TermLike:
+    """Chunk reductions (the TRA's ``Reduce``; the frontend's ``ReduceChunk``, keepdims)."""
+    k = node.kernel
+    op, axes = k.op, tuple(k.axes)
+    keepdims = getattr(k, "keepdims", True)
+    dtype = node.child.type.dtype
+    if op in ("sum", "nansum"):
+        return x.zip(g, GradKernel("dsum", Bound(_dsum, keepdims, axes, dtype), 2, axes=first_axes, dtype=dtype))
+    if op in ("max", "min", "amax", "amin"):
+        d = x.zip(
+            y,
+            GradKernel(
+                f"argmask[{op}]", Bound(_extremum_share, keepdims, axes, dtype), 2, axes=first_axes, dtype=dtype
+            ),
+        )
+        return g.zip(
+            d, GradKernel(f"d{op}", Bound(_dextremum, keepdims, axes, dtype), 2, axes=second_axes, dtype=dtype)
+        )
+    raise GradError(
+        f"{node.describe()}: no derivative for the chunk reduction {op!r} (sum, mean, max and min are differentiable)"
+    )
+
+
+# ---------------------------------------------------------------- einsums
+
+
+def cast_after(kernel: Kernel, dtype: np.dtype, v: Any) -> Any:
+    """``kernel(v)`` cast to ``dtype`` (bind the kernel and dtype: a backward kernel's function)."""
+    return cast(xp_of(v), kernel(v), dtype)
+
+
+def _deinsum(s: str, o: str, dtype: np.dtype, xc: Any, gc: Any) -> Any:
+    """g of a one-operand einsum ``s->o`` spread back over the chunk's index space ``s``."""
+    xp = xp_of(xc, gc)
+    uniq = "".join(dict.fromkeys(s))
+    sizes = {c: xc.shape[s.index(c)] for c in uniq}
+    present = "".join(c for c in uniq if c in o)
+    ge = _einsum(xp, f"{o}->{present}", gc) if o != present else gc
+    ge = xp.reshape(ge, tuple(sizes[c] if c in o else 1 for c in uniq))
+    ge = xp.broadcast_to(ge, tuple(sizes[c] for c in uniq))
+    if uniq == s:
+        return cast(xp, ge, dtype)
+    b = backends.backend_of(xc)
+    out = b.zeros(tuple(xc.shape), dtype, b.device_of(xc))
+    _, idx = backends.align(out, *np.indices(tuple(sizes[c] for c in uniq), sparse=True))
+    out[tuple(idx[1 + uniq.index(c)] for c in s)] = ge
+    return out
+
+
+@register_vjp(Einsum)
+def _einsum_transform(node: Any, g: TermLike, x: TermLike, y: TermLike) -> TermLike:
+    """A one-operand einsum ``s->o`` (sums, chunk diagonals): g spread back over ``s``."""
+    k = node.kernel
+    if not k.plain:
+        raise GradError(f"{node.describe()}: extended einsums (custom combine/aggregate) are not differentiable")
+    (s,), o = k.inputs, k.output
+    dtype = node.child.type.dtype
+    if len(set(s)) == len(s) and sorted(o) == sorted(s):  # a permutation: no forward data needed
+        back = Einsum(f"{o}->{s}")
+        return g.map(
+            GradKernel(
+                f"einsum[{o}->{s}]", Bound(cast_after, back, dtype), 1, axes=Bound(kernel_axes, back), dtype=dtype
+            ),
+        )
+    return x.zip(g, GradKernel(f"deinsum[{s}->{o}]", Bound(_deinsum, s, o, dtype), 2, axes=first_axes, dtype=dtype))
+
+
+@register_vjp(Einsum, kind="join")
+def _einsum_join(node: Any, g: TermLike, side: int, terms: Sequence[TermLike], y: TermLike) -> TermLike:
+    """gA = einsum(o,b->a)(g, B): a Join of the gradient with the other operand; the caller's
+    Aggregate(add) over the dims A lacks makes it a contraction (gL = G·Rᵀ, gR = Lᵀ·G)."""
+    k = node.kernel
+    if not k.plain:
+        raise GradError(f"{node.describe()}: extended einsums (custom combine/aggregate) are not differentiable")
+    mine, other = (k.inputs[0], k.inputs[1]) if side == 0 else (k.inputs[1], k.inputs[0])
+    o = k.output
+    if len(set(mine)) != len(mine):
+        raise GradError(
+            f"{node.describe()}: a repeated index inside one operand of a join kernel ({mine!r}) is not differentiable"
+        )
+    missing = [c for c in mine if c not in o and c not in other]
+    if missing:
+        raise GradError(
+            f"{node.describe()}: index {missing[0]!r} is summed inside one operand only; "
+            f"not differentiable here (sum that operand first)"
+        )
+    return g.zip(terms[1 - side], Einsum(f"{o},{other}->{mine}"))
+
+
 __all__ = [
     "Kernel",
     "Elementwise",
@@ -451,4 +868,14 @@ __all__ = [
     "AGGREGATORS",
     "namespace",
     "diag_kernel",
+    "ARRAY",
+    "GradKernel",
+    "Reduction",
+    "cast",
+    "cast_after",
+    "xp_of",
+    "chain",
+    "elementwise_transform_vjp",
+    "elementwise_join_vjp",
+    "reduce_vjp",
 ]
