@@ -71,7 +71,7 @@ def project(plan: IANode, res: Result) -> dict[Any, Any]:
     return out
 
 
-def _at(node, key, site, res):
+def _at(node: IANode, key: Any, site: int, res: Result) -> Any:
     """The value of the (unique) copy of ``key`` at ``site``."""
     for s, o in node.copies[key]:
         if s == site:
@@ -79,14 +79,14 @@ def _at(node, key, site, res):
     raise KeyError((key, site))
 
 
-def _from_child(node, key, origin, res):
+def _from_child(node: Any, key: Any, origin: Any, res: Result) -> Any:
     for site, o in node.child.copies[key]:
         if o == origin:
             return res.values[node.child.uid][(key, site, o)]
     raise KeyError(key)
 
 
-def _value(node, key, site, origin, res, inputs):
+def _value(node: IANode, key: Any, site: int, origin: Any, res: Result, inputs: Mapping[str, Mapping[Any, Any]]) -> Any:
     if isinstance(node, Placed):
         rel = inputs[node.input.name]
         if key not in rel:

@@ -98,7 +98,7 @@ class Placed(IANode):
         super().__init__()
         self.input, self.placement, self.s, self.type = input, placement, s, input.type
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         """Replicas of a tuple (several sites) are one chunk: one origin, so moving it to a site
         that already holds a replica is free, and two replicas never meet as different chunks."""
         f = self.type.frontier
@@ -122,7 +122,7 @@ class _Move(IANode):
         """The sites a tuple with ``key`` is sent to."""
         raise NotImplementedError
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         f = self.type.frontier
         return {k: [(t, origin) for _, origin in cs for t in self.targets(k, f)] for k, cs in self.child.copies.items()}
 
@@ -172,7 +172,7 @@ class LocalJoin(IANode):
         self._kl = left.type.key_arity
         self._right_pos = tuple(self.op.right_out[d] for d in range(right.type.key_arity))  # in the output key
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         op = self.op
         index = defaultdict(list)
         for rk, rcs in self.right.copies.items():
@@ -244,7 +244,7 @@ class LocalAggregate(IANode):
             self._members = {gt: sorted(members, key=repr) for gt, members in groups.items()}
         return self._members
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         out: defaultdict[Key, list[tuple[int, Any]]] = defaultdict(list)
         for (g, t), members in self.members.items():
             passthrough = len(members) == 1 and isinstance(self.op, tra.Aggregate)
@@ -266,7 +266,7 @@ class LocalFilter(IANode):
         self.op = tra.Filter(_placeholder(child.type), predicate)
         self.type = self.op.type
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         return {k: cs for k, cs in self.child.copies.items() if self.op.predicate(k)}
 
     def describe(self) -> str:
@@ -311,7 +311,7 @@ class LocalMap(IANode):
         self.type = op.type_of(child.type) if isinstance(op, Expand) else op.type
         self.pure_copy = isinstance(op, (Expand, tra.ReKey))  # data unchanged: no new origin
 
-    def _compute_copies(self):
+    def _compute_copies(self) -> dict[Any, Any]:
         out = {}
         for k, cs in self.child.copies.items():
             for nk in self.out_keys(k):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from .errors import TRAError
 from .relation import RelationType
 
 
-def normalize_chunks(chunks, shape) -> tuple:
+def normalize_chunks(chunks: Any, shape: Sequence[int]) -> tuple:
     """dask-style chunks (an int, a tuple of ints, or explicit tuples per axis) for ``shape``."""
     if isinstance(chunks, int):
         chunks = (chunks,) * len(shape)
@@ -29,7 +30,7 @@ def normalize_chunks(chunks, shape) -> tuple:
     return tuple(out)
 
 
-def split(x, chunks) -> tuple[RelationType, dict]:
+def split(x: Any, chunks: Any) -> tuple[RelationType, dict]:
     """Cut an array into an array relation; returns (type, {key: chunk})."""
     chunks = normalize_chunks(chunks, x.shape)
     starts = [np.cumsum((0,) + c) for c in chunks]
@@ -40,7 +41,7 @@ def split(x, chunks) -> tuple[RelationType, dict]:
     return RelationType.from_chunks(chunks, x.dtype), rel
 
 
-def assemble(type_: RelationType, rel: dict):
+def assemble(type_: RelationType, rel: dict) -> np.ndarray:
     """Glue an array relation back into one array."""
     chunks = type_.array_chunks()
     if chunks is None:
@@ -50,7 +51,7 @@ def assemble(type_: RelationType, rel: dict):
     return np.block(_nest(rel, chunks, ())) if chunks else rel[()]
 
 
-def _nest(rel, chunks, prefix):
+def _nest(rel: dict, chunks: tuple, prefix: tuple) -> Any:
     if len(prefix) == len(chunks):
         return rel[prefix]
     return [_nest(rel, chunks, prefix + (i,)) for i in range(len(chunks[len(prefix)]))]

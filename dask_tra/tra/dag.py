@@ -9,14 +9,15 @@ of the tree it unfolds to.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, Iterable
 
 
-def walk(root) -> list:
+def walk(root: Any) -> list:
     """Every node reachable from ``root`` once, children before parents."""
     return walk_many((root,))
 
 
-def walk_many(roots) -> list:
+def walk_many(roots: Iterable[Any]) -> list:
     """Every node reachable from any of ``roots`` once, children before parents."""
     seen, order = set(), []
     stack = [(r, False) for r in reversed(tuple(roots))]
@@ -33,13 +34,13 @@ def walk_many(roots) -> list:
     return order
 
 
-def shared_nodes(order) -> set:
+def shared_nodes(order: Iterable[Any]) -> set:
     """ids of the nodes of ``order`` (a walk) that have more than one consumer."""
     uses = Counter(id(c) for n in order for c in n.children)
     return {i for i, n in uses.items() if n > 1}
 
 
-def render(root) -> str:
+def render(root: Any) -> str:
     """``describe()(children...)`` nested, with a node used more than once written in full the
     first time as ``#n=...`` and as ``#n`` after that (so the text is linear in the DAG's size)."""
     shared = shared_nodes(walk(root))
@@ -68,7 +69,7 @@ def render(root) -> str:
     return "".join(out)
 
 
-def tree_lines(root) -> list:
+def tree_lines(root: Any) -> list:
     """One line per node, root first, indented by depth; a shared node's sub-plan is shown
     once and marked ``(shared, above)`` where it is used again."""
     lines, seen = [], set()

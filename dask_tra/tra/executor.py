@@ -72,7 +72,7 @@ def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, An
     return _EVAL[type(node)](node, *args)
 
 
-def _join(node: Join, left, right):
+def _join(node: Join, left: Rel, right: Rel) -> Rel:
     index = defaultdict(list)
     for rk, rc in right.items():
         index[tuple(rk[d] for d in node.right_keys)].append((rk, rc))
@@ -84,7 +84,7 @@ def _join(node: Join, left, right):
     return out
 
 
-def _aggregate(node: Aggregate, rel):
+def _aggregate(node: Aggregate, rel: Rel) -> Rel:
     out: Rel = {}
     for k in sorted(rel):
         g = tuple(k[d] for d in node.group_by)
@@ -92,19 +92,19 @@ def _aggregate(node: Aggregate, rel):
     return out
 
 
-def _rekey(node: ReKey, rel):
+def _rekey(node: ReKey, rel: Rel) -> Rel:
     return {nk: rel[k] for nk, k in node.source.items()}
 
 
-def _filter(node: Filter, rel):
+def _filter(node: Filter, rel: Rel) -> Rel:
     return {k: v for k, v in rel.items() if node.predicate(k)}
 
 
-def _transform(node: Transform, rel):
+def _transform(node: Transform, rel: Rel) -> Rel:
     return {k: apply_kernel(node, node.kernel, (v,), k) for k, v in rel.items()}
 
 
-def _tile(node: Tile, rel):
+def _tile(node: Tile, rel: Rel) -> Rel:
     out: Rel = {}
     n, size, dim = node.type.frontier[-1], node.tile_size, node.tile_dim
     for k, v in rel.items():
@@ -115,7 +115,7 @@ def _tile(node: Tile, rel):
     return out
 
 
-def _concat(node: Concat, rel):
+def _concat(node: Concat, rel: Rel) -> Rel:
     groups = defaultdict(list)
     for k in sorted(rel, key=lambda k: k[node.key_dim]):
         groups[k[: node.key_dim] + k[node.key_dim + 1 :]].append(rel[k])

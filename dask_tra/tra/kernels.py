@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import string
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -31,12 +31,12 @@ from .relation import ChunkAxis, unify_axes
 from .vjp import GradError, P, Partial, TermLike, Y, partials_for, register_partials, register_vjp
 
 
-def namespace(*chunks):
+def namespace(*chunks: Any) -> Any:
     """The Array API namespace (numpy, cupy, torch, ...) of some chunks."""
     return backends.namespace(*chunks)
 
 
-def frozen(value):
+def frozen(value: Any) -> Any:
     """A hashable stand-in for ``value`` that is equal exactly when the values are
     (arrays by dtype, shape and contents; dicts, lists and sets by their items; NaN equals NaN)."""
     if isinstance(value, (float, complex, np.inexact)) and value != value:
@@ -58,46 +58,46 @@ class Bound:
 
     __slots__ = ("fn", "params")
 
-    def __init__(self, fn, *params):
+    def __init__(self, fn: Callable, *params: Any) -> None:
         self.fn, self.params = fn, params
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         return self.fn(*self.params, *args)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Bound) and self.fn == other.fn and frozen(self.params) == frozen(other.params)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.fn, frozen(self.params)))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         return (Bound, (self.fn, *self.params))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{getattr(self.fn, '__qualname__', self.fn)}{self.params}"
 
 
-def first_axes(frontier, axes, *others):
+def first_axes(frontier: tuple, axes: Sequence[ChunkAxis], *others: Any) -> tuple:
     """Output chunk axes = those of the first input."""
     return tuple(axes)
 
 
-def second_axes(frontier, _, axes, *others):
+def second_axes(frontier: tuple, _: Any, axes: Sequence[ChunkAxis], *others: Any) -> tuple:
     """Output chunk axes = those of the second input."""
     return tuple(axes)
 
 
-def with_axis(axis, new, frontier, axes, *others):
+def with_axis(axis: int, new: ChunkAxis, frontier: tuple, axes: Sequence[ChunkAxis], *others: Any) -> tuple:
     """Output chunk axes = the first input's, with chunk axis ``axis`` replaced by ``new``."""
     return tuple(new if i == axis else a for i, a in enumerate(axes))
 
 
-def kernel_axes(kernel, frontier, *in_axes):
+def kernel_axes(kernel: Kernel, frontier: tuple, *in_axes: Any) -> tuple:
     """Output chunk axes = those ``kernel`` would give (bind it: ``Bound(kernel_axes, k)``)."""
     return tuple(kernel.out_axes(frontier, *in_axes))
 
 
-def _in_dtypes(chunks):
+def _in_dtypes(chunks: Sequence[Any]) -> list:
     """NumPy dtypes of chunks of any library (Python scalars stay Python values: weak)."""
     return [c if type(c) in (int, float, complex) else backends.weak_or_dtype(c) for c in chunks]
 
@@ -112,39 +112,39 @@ class Kernel:
     distributes_over: frozenset = frozenset()
     identity_map = False  # true for the identity transform (idOp)
 
-    def __call__(self, *chunks):
+    def __call__(self, *chunks: Any) -> Any:
         raise NotImplementedError
 
-    def out_axes(self, frontier, *in_axes) -> tuple:
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
         """Output chunk axes from input axes (key dims already in the output key's numbering)."""
         raise NotImplementedError
 
-    def out_dtype(self, *dtypes) -> np.dtype:
+    def out_dtype(self, *dtypes: Any) -> np.dtype:
         return np.result_type(*dtypes)
 
-    def flops(self, *shapes) -> int:
+    def flops(self, *shapes: tuple) -> int:
         """Floating-point operations for one application to chunks of these shapes."""
         return max(math.prod(s) for s in shapes) if shapes else 0
 
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
 
-    def out_backend(self, *in_backends) -> str:
+    def out_backend(self, *in_backends: str) -> str:
         """The backend name of the output chunks: the inputs' non-NumPy library, if any (NumPy
         operands such as parameter relations join it). Conversion kernels override this."""
         return next((b for b in in_backends if b != "numpy"), "numpy")
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and frozen(vars(self)) == frozen(vars(other))
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, frozen(vars(self))))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.name
 
 
-def broadcast_axes(frontier, axes_list, what):
+def broadcast_axes(frontier: tuple, axes_list: Sequence[Sequence[ChunkAxis]], what: str) -> tuple:
     """NumPy broadcasting of chunk axes (right-aligned; constant-1 axes stretch)."""
     rank = max(len(a) for a in axes_list)
     out = []
@@ -171,7 +171,17 @@ class Elementwise(Kernel):
     ``fn`` receives the chunks and their namespace ``xp``; ``op_name`` names it.
     """
 
-    def __init__(self, op_name, fn, arity, *, associative=False, commutative=False, distributes_over=(), dtype=None):
+    def __init__(
+        self,
+        op_name: str,
+        fn: Callable,
+        arity: int,
+        *,
+        associative: bool = False,
+        commutative: bool = False,
+        distributes_over: Iterable[str] = (),
+        dtype: Any = None,
+    ) -> None:
         self.name = op_name
         self.fn = fn
         self.arity = arity
@@ -180,7 +190,7 @@ class Elementwise(Kernel):
         self.distributes_over = frozenset(distributes_over)
         self._dtype = None if dtype is None else np.dtype(dtype)
 
-    def __call__(self, *chunks):
+    def __call__(self, *chunks: Any) -> Any:
         b, chunks = backends.align(*chunks)
         if b is backends.NUMPY:
             return self.fn(b.xp, *chunks)
@@ -190,50 +200,50 @@ class Elementwise(Kernel):
             return b.coerce(self.fn(b.xp, *chunks), dt)
         return b.coerce(self.fn(b.xp, *chunks), self._dtype)
 
-    def out_axes(self, frontier, *in_axes):
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
         return broadcast_axes(frontier, in_axes, self.name)
 
-    def out_dtype(self, *dtypes):
+    def out_dtype(self, *dtypes: Any) -> np.dtype:
         return self._dtype if self._dtype is not None else np.result_type(*dtypes)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Elementwise) and other.name == self.name
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("elementwise", self.name))
 
 
-def _add(xp, a, b):
+def _add(xp: Any, a: Any, b: Any) -> Any:
     return a + b
 
 
-def _subtract(xp, a, b):
+def _subtract(xp: Any, a: Any, b: Any) -> Any:
     return a - b
 
 
-def _multiply(xp, a, b):
+def _multiply(xp: Any, a: Any, b: Any) -> Any:
     return a * b
 
 
 # NumPy's maximum/minimum (complex numbers ordered lexicographically, NaN propagating) and
 # fmax/fmin (NaN ignoring) in every library: the Array API's (and torch's) refuse complex operands
-def _maximum(xp, a, b):
+def _maximum(xp: Any, a: Any, b: Any) -> Any:
     return backends.numpy_like(a, b).maximum(a, b)
 
 
-def _minimum(xp, a, b):
+def _minimum(xp: Any, a: Any, b: Any) -> Any:
     return backends.numpy_like(a, b).minimum(a, b)
 
 
-def _fmax(xp, a, b):
+def _fmax(xp: Any, a: Any, b: Any) -> Any:
     return backends.numpy_like(a, b).fmax(a, b)
 
 
-def _fmin(xp, a, b):
+def _fmin(xp: Any, a: Any, b: Any) -> Any:
     return backends.numpy_like(a, b).fmin(a, b)
 
 
-def _same(xp, a):
+def _same(xp: Any, a: Any) -> Any:
     return a
 
 
@@ -283,7 +293,7 @@ class Einsum(Kernel):
         # (across blocks) with the same associative aggregate is exact
         self.distributes_over = frozenset({self.aggregate.name})
 
-    def __call__(self, *chunks):
+    def __call__(self, *chunks: Any) -> Any:
         b, chunks = backends.align(*chunks)
         if b is not backends.NUMPY:  # NumPy's promotion (torch refuses mixed dtypes)
             dt = self.out_dtype(*_in_dtypes(chunks))
@@ -293,14 +303,14 @@ class Einsum(Kernel):
             return b.coerce(out, dt)
         return self._run(b, chunks)
 
-    def _run(self, b, chunks):
+    def _run(self, b: Any, chunks: Sequence[Any]) -> Any:
         if self.plain:
             if self.is_matmul:
                 return b.matmul(chunks[0], chunks[1])
             return b.einsum(self.subscripts, *chunks)
         return self._extended(b.xp, *chunks)
 
-    def _extended(self, xp, a, b):
+    def _extended(self, xp: Any, a: Any, b: Any) -> Any:
         """combine(a, b) over the joint index space, then reduce the summed letters with aggregate."""
         letters = "".join(dict.fromkeys(self.inputs[0] + self.inputs[1]))
         ea = _expand(xp, a, self.inputs[0], letters)
@@ -314,7 +324,7 @@ class Einsum(Kernel):
         perm = tuple(kept.index(l) for l in self.output)
         return xp.permute_dims(c, perm) if perm != tuple(range(len(perm))) else c
 
-    def out_axes(self, frontier, *in_axes):
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
         by_label: dict[str, ChunkAxis] = {}
         for labels, axes in zip(self.inputs, in_axes):
             if len(labels) != len(axes):
@@ -325,26 +335,26 @@ class Einsum(Kernel):
                 )
         return tuple(by_label[l] for l in self.output)
 
-    def flops(self, *shapes):
+    def flops(self, *shapes: tuple) -> int:
         ext: dict[str, int] = {}
         for labels, shape in zip(self.inputs, shapes):
             ext.update(zip(labels, shape))
         contracted = any(l not in self.output for l in ext)
         return (2 if contracted else 1) * math.prod(ext.values())
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Einsum) and other.name == self.name and other.subscripts == self.subscripts
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("einsum", self.name, self.subscripts))
 
 
-def _einsum(xp, subscripts, *chunks):
+def _einsum(xp: Any, subscripts: str, *chunks: Any) -> Any:
     """The chunks' own einsum (the Array API lacks one; each backend supplies it)."""
     return backends.backend_of(*chunks).einsum(subscripts, *chunks)
 
 
-def _expand(xp, a, labels, letters):
+def _expand(xp: Any, a: Any, labels: str, letters: str) -> Any:
     """View chunk ``a`` (indexed by ``labels``) over all ``letters``, with size-1 axes for the rest."""
     perm = sorted(range(len(labels)), key=lambda i: letters.index(labels[i]))
     a = xp.permute_dims(a, tuple(perm)) if perm != list(range(len(labels))) else a
@@ -362,20 +372,20 @@ class Reduce(Kernel):
 
     arity = 1
 
-    def __init__(self, op: str, axes, keepdims=False):
+    def __init__(self, op: str, axes: Iterable[int], keepdims: bool = False) -> None:
         if op not in {"sum", "prod", "max", "min"}:
             raise TRAError(f"Reduce: unknown reduction {op!r}")
         self.op, self.axes, self.keepdims = op, tuple(sorted(axes)), keepdims
         self.name = f"{op}{list(self.axes)}"
 
-    def __call__(self, chunk):
+    def __call__(self, chunk: Any) -> Any:
         b = backends.backend_of(chunk)
         out = getattr(b.xp, self.op)(chunk, axis=self.axes, keepdims=self.keepdims)
         if b is backends.NUMPY:
             return out
         return b.coerce(out, self.out_dtype(b.dtype_of(chunk)))
 
-    def out_axes(self, frontier, axes):
+    def out_axes(self, frontier: tuple, axes: Sequence[ChunkAxis]) -> tuple:
         if any(a >= len(axes) for a in self.axes):
             raise ChunkShapeError(f"{self.name}: chunk has rank {len(axes)}")
         return tuple(
@@ -384,48 +394,50 @@ class Reduce(Kernel):
             if self.keepdims or i not in self.axes
         )
 
-    def out_dtype(self, dtype):
+    def out_dtype(self, dtype: Any) -> np.dtype:
         return np.sum(np.zeros(1, dtype)).dtype if self.op in ("sum", "prod") else np.dtype(dtype)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Reduce) and (other.op, other.axes, other.keepdims) == (
             self.op,
             self.axes,
             self.keepdims,
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("reduce", self.op, self.axes, self.keepdims))
 
 
 class Custom(Kernel):
     """A user function with declared output axes (``out_axes_fn``; default: same as input 0)."""
 
-    def __init__(self, name, fn, arity=1, out_axes_fn=None, dtype=None):
+    def __init__(
+        self, name: str, fn: Callable, arity: int = 1, out_axes_fn: Callable | None = None, dtype: Any = None
+    ) -> None:
         self.name, self.fn, self.arity = name, fn, arity
         self._out_axes_fn = out_axes_fn
         self._dtype = dtype
 
-    def __call__(self, *chunks):
+    def __call__(self, *chunks: Any) -> Any:
         b, chunks = backends.align(*chunks)
         out = self.fn(*chunks)
         if b is backends.NUMPY or self._dtype is None:
             return out
         return b.coerce(out, self._dtype)
 
-    def out_axes(self, frontier, *in_axes):
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
         return self._out_axes_fn(*in_axes) if self._out_axes_fn else tuple(in_axes[0])
 
-    def out_dtype(self, *dtypes):
+    def out_dtype(self, *dtypes: Any) -> np.dtype:
         return np.dtype(self._dtype) if self._dtype is not None else np.result_type(*dtypes)
 
 
-def _diag(a):
+def _diag(a: Any) -> Any:
     b = backends.backend_of(a)
     return a * b.np(b.device_of(a)).eye(a.shape[0], dtype=b.dtype_of(a))
 
 
-def diag_kernel():
+def diag_kernel() -> Custom:
     """The papers' ``diag``: keep a square chunk's diagonal as a diagonal matrix."""
     return Custom("diag", _diag)
 

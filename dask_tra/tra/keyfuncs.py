@@ -9,7 +9,7 @@ tables), so key maps and predicates pickle and compare by value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterable, Sequence
 
 from .kernels import Bound
 
@@ -22,11 +22,11 @@ class KeyMap:
     name: str
     select: tuple | None = None
 
-    def __call__(self, key):
+    def __call__(self, key: tuple) -> tuple:
         return tuple(int(k) for k in self.fn(key))
 
     @classmethod
-    def selecting(cls, dims) -> "KeyMap":
+    def selecting(cls, dims: Iterable[int]) -> "KeyMap":
         dims = tuple(int(d) for d in dims)
         return cls(Bound(select_dims, dims), f"key{list(dims)}", dims)
 
@@ -41,7 +41,7 @@ class KeyMap:
         select = None if outer.select is None or inner.select is None else tuple(inner.select[d] for d in outer.select)
         return cls(Bound(composed, outer, inner), f"{outer}∘{inner}", select)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -53,7 +53,7 @@ class KeyPred:
     name: str
     dims: frozenset | None = None
 
-    def __call__(self, key) -> bool:
+    def __call__(self, key: tuple) -> bool:
         return bool(self.fn(key))
 
     @classmethod
@@ -69,47 +69,47 @@ class KeyPred:
         dims = None if pred.dims is None else frozenset(source[d] for d in pred.dims)
         return cls(Bound(read_through, pred, source, arity), pred.name, dims)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
 # ---------------------------------------------------------------- the functions inside
 
 
-def select_dims(dims, key):
+def select_dims(dims: Sequence[int], key: tuple) -> tuple:
     """``key[dims]``; a None dim gives 0 (a new dim of extent 1)."""
     return tuple(0 if d is None else key[d] for d in dims)
 
 
-def lookup(table, key):
+def lookup(table: dict, key: tuple) -> tuple:
     """``table[key]``."""
     return table[tuple(key)]
 
 
-def replace_dim(axis, table, key):
+def replace_dim(axis: int, table: Any, key: tuple) -> tuple:
     """``key`` with dim ``axis`` replaced by ``table[key[axis]]``."""
     return key[:axis] + (table[key[axis]],) + key[axis + 1 :]
 
 
-def composed(outer, inner, key):
+def composed(outer: KeyMap, inner: KeyMap, key: tuple) -> tuple:
     return outer(inner(key))
 
 
-def dims_equal(pairs, key) -> bool:
+def dims_equal(pairs: Iterable[tuple[int, int]], key: tuple) -> bool:
     """``key[d] == key[e]`` for every (d, e) in ``pairs``."""
     return all(key[d] == key[e] for d, e in pairs)
 
 
-def dims_in(dims, allowed, key) -> bool:
+def dims_in(dims: Sequence[int], allowed: Any, key: tuple) -> bool:
     """``key[dims]`` (one dim: ``key[dim]``) is one of ``allowed``."""
     return (key[dims[0]] if len(dims) == 1 else tuple(key[d] for d in dims)) in allowed
 
 
-def both(first, then, key) -> bool:
+def both(first: KeyPred, then: KeyPred, key: tuple) -> bool:
     return then(key) and first(key)
 
 
-def read_through(pred, source, arity, key) -> bool:
+def read_through(pred: KeyPred, source: dict, arity: int, key: tuple) -> bool:
     full = [0] * arity
     for d, s in source.items():
         full[d] = key[s]

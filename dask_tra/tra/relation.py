@@ -98,15 +98,15 @@ class ChunkAxis:
         idx = tuple(slice(0, frontier[d]) for d in self.key_dims)
         return ChunkAxis(self.key_dims, self.sizes[idx])
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, ChunkAxis) and self.key_dims == other.key_dims and np.array_equal(self.sizes, other.sizes)
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.key_dims, self.sizes.tobytes()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if not self.key_dims:
             return f"ChunkAxis({int(self.sizes)})"
         return f"ChunkAxis(key_dims={self.key_dims}, sizes={self.sizes.tolist()})"
@@ -160,7 +160,7 @@ class RelationType:
     keys: frozenset[Key] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "frontier", tuple(int(f) for f in self.frontier))
         object.__setattr__(self, "axes", tuple(self.axes))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
@@ -174,7 +174,7 @@ class RelationType:
                 raise TRAError(f"chunk axis {ax!r} does not match frontier {self.frontier}")
 
     @classmethod
-    def from_chunks(cls, chunks, dtype, backend="numpy") -> "RelationType":
+    def from_chunks(cls, chunks: Sequence[Sequence[int]], dtype: Any, backend: str = "numpy") -> "RelationType":
         """The type of an array blocked dask-style: key dim i counts blocks along axis i."""
         chunks = tuple(tuple(int(c) for c in cs) for cs in chunks)
         return cls(
@@ -257,7 +257,7 @@ class RelationType:
         kw.update(changes)
         return RelationType(**kw)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         keys = "" if self.keys is None else f", {len(self.keys)} keys"
         return (
             f"RelationType(frontier={self.frontier}, chunk_rank={self.rank}, "
@@ -265,7 +265,7 @@ class RelationType:
         )
 
 
-def _grid_product_sum(axes, frontier) -> int:
+def _grid_product_sum(axes: Sequence[ChunkAxis], frontier: tuple) -> int:
     """sum over the key grid of the product of axis extents, without materialising the grid."""
     if not axes:
         return math.prod(frontier)

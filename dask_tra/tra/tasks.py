@@ -3,8 +3,10 @@ identity function (copies, keeps and data tasks all use it)."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def identity(x):
+
+def identity(x: Any) -> Any:
     """The value itself."""
     return x
 
@@ -16,14 +18,14 @@ class Data(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, chunk):
+    def __new__(cls, chunk: Any) -> Data:
         return super().__new__(cls, (identity, chunk))
 
     @property
-    def value(self):
+    def value(self) -> Any:
         return self[1]
 
-    def __getnewargs__(self):
+    def __getnewargs__(self) -> tuple[Any]:
         return (self[1],)
 
 
