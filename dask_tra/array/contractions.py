@@ -227,6 +227,9 @@ def _unify(terms):
             target.setdefault(c, ch)
     out = []
     for a, s in terms:
+        if all(a.chunks[d] == tuple(target[c]) for d, c in enumerate(s)):
+            out.append((a, s))  # as it is (a block-sparse operand stays block-sparse)
+            continue
         r = rechunk_axes(a, {d: target[c] for d, c in enumerate(s)})
         out.append((wrap(r.expr, a, extra=r.sources), s))
     return out
@@ -238,7 +241,7 @@ def _single(a, s, out_s):
         raise ValueError(f"einsum: output letters {out_s!r} not all in operand {s!r}")
     if all(c in out_s for c in s):
         return transpose(a, [s.index(c) for c in out_s])
-    expr = Transform(a.expr, K.Einsum(f"{s}->{out_s}"))
+    expr = Transform(a.sparse_expr, K.Einsum(f"{s}->{out_s}"))  # linear, summed: skips missing blocks
     return wrap(Aggregate(expr, [s.index(c) for c in out_s], K.add), a)
 
 
@@ -255,7 +258,10 @@ def _pair(left, right, out_s, later, comb, agg, dtype):
         kernel = K.matmul
     else:
         kernel = K.Einsum(subs)
-    expr = Join(a.expr, b.expr, [sa.index(c) for c in shared], [sb.index(c) for c in shared], kernel)
+    # a missing block joins to nothing when the product of zeros is zero and partials are summed
+    skip = kernel.annihilates and agg.zero_identity
+    ea, eb = (a.sparse_expr, b.sparse_expr) if skip else (a.expr, b.expr)
+    expr = Join(ea, eb, [sa.index(c) for c in shared], [sb.index(c) for c in shared], kernel)
     if len(kept) < len(joined):
         expr = Aggregate(expr, [joined.index(c) for c in kept], agg)
     else:

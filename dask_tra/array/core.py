@@ -4,29 +4,91 @@ from __future__ import annotations
 
 import math
 
+from .. import config
 from ..dask.collection import DaskCollection
+from ..dask.rates import current_rates
 from ..dask.sources import PersistedSource, fresh_name
+from ..optimizer import plan as make_plan
 from ..tra import TRAError
 from .methods import ArrayMethods
+from .zerofill import assemble_held, densify, fill_missing
 
 
 class RelArray(ArrayMethods, DaskCollection):
-    """A lazy blocked array. ``expr`` is its TRA expression; ``sources`` bind the expression's
-    inputs (by name) to data. Operations build new expressions; nothing runs until compute."""
+    """A lazy blocked array. ``sparse_expr`` is its TRA expression (block-sparse: it may hold
+    only some keys, a missing block being zeros; what is planned and computed); ``expr`` its
+    dense view (the same over zero-filled inputs; ``zerofill``), what operations that cannot
+    skip missing blocks build on. ``sources`` bind the inputs of both (by name) to data.
+    Operations build new expressions; nothing runs until compute."""
 
     __array_priority__ = 20
 
     def __init__(self, expr, sources: dict, name: str | None = None):
-        chunks = expr.type.array_chunks()
+        t = expr.type
+        chunks = (t if t.keys is None else t.with_(keys=None)).array_chunks()
         if chunks is None:
             raise TRAError(f"{expr.describe()} does not hold an array (chunk axis i must follow key dim i)")
-        self.expr = expr
-        needed = {n.name for n in expr.walk() if not n.children and hasattr(n, "name")}
-        self.sources = {k: v for k, v in sources.items() if k in needed}
+        self._dense, extra = densify(expr, sources)
+        self.sparse_expr = expr
+        needed = {n.name for e in (expr, self.expr) for n in e.walk() if not n.children and hasattr(n, "name")}
+        self.sources = {k: v for k, v in {**sources, **extra}.items() if k in needed}
         self.name = name or fresh_name("tra-output")
         self.chunks = chunks
         self._plans = {}
         self._last_explain = None
+
+    @property
+    def expr(self):
+        return self._dense
+
+    @expr.setter
+    def expr(self, value):
+        """A new expression replaces both views (``__setitem__`` assigns a dense one)."""
+        self._dense = self.sparse_expr = value
+
+    @property
+    def nnzblocks(self) -> int:
+        """Blocks held (the others are zeros), from metadata."""
+        return self.sparse_expr.type.n_tuples
+
+    def _make_plan(self, where, placements):
+        """The plan of the block-sparse expression (missing blocks are skipped)."""
+        return make_plan(
+            self.sparse_expr,
+            where.count,
+            placements=placements or None,
+            memory_limit=where.memory_limit,
+            keep=config.get("keep"),
+            force=config.get("force"),
+            rates=current_rates(where),
+        )
+
+    def __dask_graph__(self):
+        """The plan's graph; a block-sparse array's missing blocks are added as zero tasks (for
+        ``to_dask``, ``to_delayed``), which compute and persist do not ask for."""
+        graph = super().__dask_graph__()
+        t = self.sparse_expr.type
+        return graph if t.keys is None else fill_missing(graph, self.name, t)
+
+    def __dask_keys__(self):
+        """A block-sparse array's held blocks, flat (compute assembles them with zeros)."""
+        t = self.sparse_expr.type
+        if t.keys is None:
+            return super().__dask_keys__()
+        return [(self.name,) + k for k in sorted(t.keys)]
+
+    def __dask_postcompute__(self):
+        finalize = super().__dask_postcompute__()
+        t = self.sparse_expr.type
+        if t.keys is None:
+            return finalize
+        return assemble_held, (sorted(t.keys), self.chunks, self.dtype, t.backend)
+
+    def __dask_postpersist__(self):
+        rebuild = super().__dask_postpersist__()
+        if self.sparse_expr.type.keys is None:
+            return rebuild
+        return rebuild[0], (self.sparse_expr.type,) + rebuild[1][1:]  # persisted block-sparse
 
     @property
     def shape(self):

@@ -280,6 +280,8 @@ class Triangle(ChunkFunction):
 class Permute(Kernel):
     """Transpose a chunk: output axis j is input axis ``perm[j]``."""
 
+    annihilates = True
+
     def __init__(self, perm):
         self.perm = tuple(int(p) for p in perm)
         self.name = f"transpose{list(self.perm)}"
@@ -326,6 +328,7 @@ class ReduceChunk(Kernel):
     def __init__(self, op, axes, dtype):
         self.op, self.axes, self.dtype = op, tuple(sorted(axes)), np.dtype(dtype)
         self.name = f"{op}{list(self.axes)}"
+        self.annihilates = op == "sum"
 
     def __call__(self, chunk):
         b = backends.backend_of(chunk)

@@ -38,8 +38,11 @@ def reduction(x, axis, keepdims, init, merge, final=None, start=None, extra=None
     Transform(final); then keepdims/squeeze. ``init`` maps the reduced axes to a kernel."""
     axes = axes_of(axis, x.ndim)
     kept = [d for d in range(x.ndim) if d not in axes]
-    expr = start if start is not None else Transform(x.expr, init(axes))
-    expr = Aggregate(expr, kept, merge)
+    if start is None:
+        kernel = init(axes)  # a sum skips missing blocks; other reductions see their zeros
+        skip = kernel.annihilates and merge.zero_identity and final is None
+        start = Transform(x.sparse_expr if skip else x.expr, kernel)
+    expr = Aggregate(start, kept, merge)
     if final is not None:
         expr = Transform(expr, final)
     if keepdims:

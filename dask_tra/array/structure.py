@@ -32,7 +32,7 @@ def transpose(a, axes=None):
             raise ValueError("axes don't match array")
     if perm == tuple(range(a.ndim)):
         return a
-    return wrap(rekey(Transform(a.expr, Permute(perm)), perm), a)
+    return wrap(rekey(Transform(a.sparse_expr, Permute(perm)), perm), a)  # missing blocks stay missing
 
 
 def permute_dims(x, axes):

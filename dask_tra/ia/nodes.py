@@ -296,7 +296,8 @@ class Expand:
 
     def type_of(self, t: RelationType) -> RelationType:
         mapping = dict(enumerate(self.positions))
-        return RelationType(self.frontier, tuple(ax.relabel(mapping) for ax in t.axes), t.dtype, t.backend)
+        keys = None if t.keys is None else frozenset(nk for k in t.keys for nk in self.keys(k))
+        return RelationType(self.frontier, tuple(ax.relabel(mapping) for ax in t.axes), t.dtype, t.backend, keys)
 
 
 class LocalMap(IANode):

@@ -28,15 +28,19 @@ from .symbolic import (
     cell_flops,
     finish,
     gather,
+    grid_key_sites,
     grid_layout,
     grid_need,
     key_bytes,
     key_elements,
     partials_in,
     placing_sites,
+    present_keys,
     reduce_to,
     single,
+    side_rows,
     site_sum,
+    sparse_products,
 )
 
 
@@ -56,7 +60,9 @@ def _side_products(join, layout, pos, frontier, s):
     return site_sum(flops[ok], sites[ok], s)
 
 
-def _close(agg, mv: Moves, partial, flops, s, detail=None) -> Cand:
+def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
+    """The aggregation after ``mv``'s moves, its products placed as ``(partials, flops)``."""
+    partial, flops = placed
     out, moved, paper, tasks, how = finish(mv, partial, agg.type, s)
     nb = key_bytes(agg.type)
     peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
@@ -92,9 +98,24 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
     def want(name):
         return only is None or only == name or (only.startswith("bmm") and name == "bmm")
 
-    def side_partial(layout, i):
+    sparse = join.type.keys is not None
+    jk = present_keys(join.type) if sparse else np.zeros((0, len(out)), np.int64)
+
+    def side_placed(layout, i):
+        """(partials, flops) when the products are made where side i's tuples (one site each) are."""
+        if sparse:
+            return sparse_products(
+                join, g, outf, placing_sites(layout)[side_rows(jk, pos[i], views[i].type.frontier)], s
+            )
         keep = [d for d in range(len(pos[i])) if pos[i][d] in g]
-        return reduce_to(layout, views[i].type.frontier, keep, outf, [g.index(pos[i][d]) for d in keep])
+        partial = reduce_to(layout, views[i].type.frontier, keep, outf, [g.index(pos[i][d]) for d in keep])
+        return partial, _side_products(join, layout, pos[i], views[i].type.frontier, s)
+
+    def on_grid(grid):
+        """(partials, flops) when the products are made on ``grid``'s cells."""
+        if sparse:
+            return sparse_products(join, g, outf, grid_key_sites(grid, out, jk, s), s)
+        return grid_need(grid, g, outf, s), _grid_products(join, grid, s)
 
     jkeys = (join.left_keys, join.right_keys)
     if want("bmm"):
@@ -106,16 +127,9 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
             mv = Moves(views, s)
             keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
             olay = grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s)
-            mv.broadcast(b, (olay, views[o].type.frontier, jkeys[o], jkeys[b]))
+            mv.broadcast(b, (olay, views[o].type, jkeys[o], jkeys[b]))
             lay = mv.place(o, olay, f"shuffle by {part(keep, views[o].type.frontier)}")
-            c = _close(
-                agg,
-                mv,
-                side_partial(lay, o),
-                _side_products(join, lay, pos[o], views[o].type.frontier, s),
-                s,
-                {"bside": "left" if b == 0 else "right"},
-            )
+            c = _close(agg, mv, side_placed(lay, o), s, {"bside": "left" if b == 0 else "right"})
             if best is None or c.moved < best.moved:
                 best = c
         if best is not None:
@@ -125,8 +139,7 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
         mv = Moves(views, s)
         mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
         mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
-        grid = part(lk, out)
-        cands["cmm"] = _close(agg, mv, grid_need(grid, g, outf, s), _grid_products(join, grid, s), s)
+        cands["cmm"] = _close(agg, mv, on_grid(part(lk, out)), s)
     for f, m, side in ((0, 1, "right"), (1, 0, "left")):
         if views[f].free or not want(f"align-{side}"):
             continue
@@ -134,9 +147,7 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
         if c is None:
             continue
         mv, lay = c
-        cands[f"align-{side}"] = _close(
-            agg, mv, side_partial(lay, f), _side_products(join, lay, pos[f], views[f].type.frontier, s), s
-        )
+        cands[f"align-{side}"] = _close(agg, mv, side_placed(lay, f), s)
     grids = {"rmm": part(g, out)}
     if eindecomp:
         for d in partition_vectors(out, s):
@@ -152,7 +163,7 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
                 mv.place(i, grid_layout(local, views[i].type.frontier, s), f"shuffle by {local}")
             else:
                 mv.replicate(i, grid, pos[i], out)
-        cands[name] = _close(agg, mv, grid_need(grid, g, outf, s), _grid_products(join, grid, s), s)
+        cands[name] = _close(agg, mv, on_grid(grid), s)
     return cands
 
 
@@ -203,7 +214,7 @@ def join_alone(join, left, right, s, only=None) -> dict:
         mv = Moves(views, s)
         full = part(range(len(pos[o])), views[o].type.frontier)
         olay = grid_layout(full, views[o].type.frontier, s)
-        mv.broadcast(b, (olay, views[o].type.frontier, (lk, rk)[o], (lk, rk)[b]))
+        mv.broadcast(b, (olay, views[o].type, (lk, rk)[o], (lk, rk)[b]))
         lay = mv.place(o, olay, f"shuffle by {full}")
         cands[name] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf))
     if lk and only in (None, "copart"):
@@ -247,7 +258,7 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             {"steps": mv.steps},
         )
     if two_phase and only in (None, "two-phase"):
-        cands["two-phase"] = _close(agg, _copy(mv), partial, _elements_at(child.type, base, s), s)
+        cands["two-phase"] = _close(agg, _copy(mv), (partial, _elements_at(child.type, base, s)), s)
     if not local and only in (None, "shuffle"):
         m2 = _copy(mv)
         lay = m2.place(0, grid_layout(part(g, f), f, s), f"shuffle by PART{list(g)}")

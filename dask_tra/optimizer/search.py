@@ -35,7 +35,7 @@ from ..tra.kernels import Einsum
 from . import candidates as C
 from .cost import Rates
 from .strategies import is_contraction
-from .symbolic import View, grid_layout, sitemap_layout
+from .symbolic import View, grid_layout, held, sitemap_layout
 from ..ia.partitioning import part
 
 PREFERENCE = (
@@ -137,7 +137,7 @@ def input_alt(node, s, placements) -> Alt:
             "placed",
             (),
             None,
-            sitemap_layout(mapping, f, s),
+            held(sitemap_layout(mapping, f, s), node.type),
             placement=mapping,
             flops=np.zeros(s),
             peak=np.zeros(s, np.int64),
@@ -147,7 +147,7 @@ def input_alt(node, s, placements) -> Alt:
         "free",
         (),
         None,
-        grid_layout(part(range(len(f)), f), f, s),
+        held(grid_layout(part(range(len(f)), f), f, s), node.type),
         free=True,
         flops=np.zeros(s),
         peak=np.zeros(s, np.int64),
@@ -165,15 +165,20 @@ def views_of(alts, present=None) -> list:
 
 
 def candidates(node, kind, views, s, only=None) -> dict:
+    """{strategy: Cand}; a block-sparse result's layout gives its holes no site."""
     if kind in ("matmul", "einsum", "contraction"):
-        return C.contraction(node, views[0], views[1], s, only)
-    if isinstance(node, tra.Join):
-        return C.join_alone(node, views[0], views[1], s, only)
-    if isinstance(node, tra.Aggregate):
-        return C.aggregate_alone(node, views[0], s, only)
-    if isinstance(node, tra.Concat):
-        return C.concat(node, views[0], s, only)
-    return C.per_tuple(node, views[0], s, only)
+        cands = C.contraction(node, views[0], views[1], s, only)
+    elif isinstance(node, tra.Join):
+        cands = C.join_alone(node, views[0], views[1], s, only)
+    elif isinstance(node, tra.Aggregate):
+        cands = C.aggregate_alone(node, views[0], s, only)
+    elif isinstance(node, tra.Concat):
+        cands = C.concat(node, views[0], s, only)
+    else:
+        cands = C.per_tuple(node, views[0], s, only)
+    for c in cands.values():
+        c.layout = held(c.layout, node.type)
+    return cands
 
 
 def plan_node(node, alts, s, memory_limit, force, keep, rates):

@@ -1,8 +1,8 @@
 """Closed-form costing: layouts as arrays over a relation's key grid, never over block products.
 
 A *layout* says which sites hold each tuple of a relation: a boolean matrix of shape
-``(keys below the frontier, s)``, keys in row-major order (a hole of a sparse relation is
-a row of zero bytes). Every strategy is costed from its inputs' layouts in vectorized
+``(keys below the frontier, s)``, keys in row-major order (a hole of a block-sparse relation
+is a row of zero bytes and no site). Every strategy is costed from its inputs' layouts in vectorized
 NumPy:
 
 - a move costs, per tuple, its bytes times the sites that need it and do not hold it;
@@ -15,7 +15,9 @@ NumPy:
   block extents summed per cell (exact for einsum kernels, whose flops are multilinear).
 
 Work per candidate is linear in the keys of its inputs and outputs and in the grid cells;
-nothing here enumerates block products. The IA plan of the chosen candidate is built
+nothing here enumerates block products of dense relations. A block-sparse join's products
+are the keys it holds (its lineage, from metadata): its partials and flops are costed per
+held product. The IA plan of the chosen candidate is built
 once, afterwards (``optimizer.build``), and tests check that its exact costing
 (``cost.evaluate_cost``) equals the bytes predicted here.
 """
@@ -56,10 +58,29 @@ def key_mask(t) -> np.ndarray:
     n = math.prod(t.frontier)
     if t.keys is None:
         return np.ones(n, bool)
-    m = np.zeros(n, bool)
-    if t.keys:
-        m[np.ravel_multi_index(np.array(sorted(t.keys)).T, t.frontier)] = True
+    m = t._cache.get("key_mask")
+    if m is None:
+        m = np.zeros(n, bool)
+        keys = present_keys(t)
+        if len(keys):
+            m[np.ravel_multi_index(keys.T, t.frontier) if t.frontier else 0] = True
+        m.setflags(write=False)
+        t._cache["key_mask"] = m
     return m
+
+
+def present_keys(t) -> np.ndarray:
+    """The keys a block-sparse relation holds, sorted, as an (n, key arity) array."""
+    out = t._cache.get("present_keys")
+    if out is None:
+        out = np.array(sorted(t.keys), np.int64).reshape(len(t.keys), t.key_arity)
+        t._cache["present_keys"] = out
+    return out
+
+
+def held(layout, t) -> np.ndarray:
+    """``layout`` with no site for the keys ``t`` lacks (a block-sparse relation's holes)."""
+    return layout if t.keys is None else layout & key_mask(t)[:, None]
 
 
 def n_keys(t) -> int:
@@ -230,11 +251,13 @@ class Moves:
         """A free input is first placed by PART(all dims), at no cost."""
         v = self.views[i]
         if v.free:
-            self._set(i, grid_layout(part(range(v.type.key_arity), v.type.frontier), v.type.frontier, self.s))
+            f = v.type.frontier
+            self._set(i, held(grid_layout(part(range(v.type.key_arity), f), f, self.s), v.type))
         return self._get(i)
 
     def _send(self, i, need, what, paper_copies):
         v = self.views[i]
+        need = held(need, v.type)
         nb = key_bytes(v.type)
         per_site = nb @ (need & ~self._get(i))
         moved = int(per_site.sum())
@@ -251,6 +274,7 @@ class Moves:
         already exactly so, else shuffled."""
         v = self.views[i]
         nb = key_bytes(v.type)
+        need = held(need, v.type)
         if v.free:
             self._set(i, need)
         if v.free or np.array_equal(need, v.layout):
@@ -259,7 +283,7 @@ class Moves:
         return self._send(i, need, what, 1)
 
     def broadcast(self, i, partners=None):
-        """Input i to every site; with ``partners = (layout, frontier, their join dims, ours)``
+        """Input i to every site; with ``partners = (layout, type, their join dims, ours)``
         of the join's other side, only to the sites holding a tuple it joins with (site 0 if
         none), as ``layout.broadcast`` builds it."""
         self._base(i)
@@ -268,8 +292,8 @@ class Moves:
             # one relation on both sides (x @ x.T): its copies serve both, so it goes everywhere
             need = all_layout(t.frontier, self.s)
         else:
-            layout, frontier, their, ours = partners
-            need = reduce_to(layout, frontier, list(their), t.frontier, list(ours)).copy()
+            layout, ptype, their, ours = partners
+            need = reduce_to(held(layout, ptype), ptype.frontier, list(their), t.frontier, list(ours)).copy()
             need[~need.any(axis=1), 0] = True
         return self._send(i, need, "broadcast", self.s)
 
@@ -339,6 +363,55 @@ def cell_flops(join, cell_dims, cell_groups) -> np.ndarray:
     return full.ravel()
 
 
+def grid_key_sites(grid: Grid, frontier, keys: np.ndarray, s: int) -> np.ndarray:
+    """``grid.site(key)`` for each row of ``keys`` (as ``Grid.table``, without the whole grid)."""
+    p = math.prod(grid.groups)
+    if p == 0:
+        return np.zeros(len(keys), np.int64)
+    g = np.zeros(len(keys), np.int64)
+    for d, n in zip(grid.dims, grid.groups):
+        g = g * n + keys[:, d] * n // frontier[d]
+    return g * s // p
+
+
+def key_flops(join) -> np.ndarray:
+    """Flops of the join's kernel at each key a block-sparse join holds (``present_keys`` order)."""
+    out = join.type._cache.get("key_flops")
+    if out is None:
+        lt, rt = join.left.type, join.right.type
+        kl = lt.key_arity
+        rpos = [join.right_out[d] for d in range(rt.key_arity)]
+        out = np.array(
+            [
+                float(join.kernel.flops(lt.chunk_shape(k[:kl]), rt.chunk_shape(tuple(k[d] for d in rpos))))
+                for k in present_keys(join.type).tolist()
+            ],
+            np.float64,
+        )
+        join.type._cache["key_flops"] = out
+    return out
+
+
+def sparse_products(join, group_by, out_frontier, sites, s):
+    """(where each group has a partial result, as a layout over ``out_frontier``; per-site flops)
+    when the products a block-sparse join holds are computed at ``sites`` (one per present key,
+    ``present_keys`` order): only the pairs that meet make products."""
+    keys = present_keys(join.type)
+    partial = np.zeros((math.prod(out_frontier), s), bool)
+    if len(keys):
+        rows = np.ravel_multi_index(keys[:, list(group_by)].T, out_frontier) if group_by else np.zeros(len(keys), int)
+        partial[rows, sites] = True
+    return partial, site_sum(key_flops(join), sites, s)
+
+
+def side_rows(join_keys: np.ndarray, pos, frontier) -> np.ndarray:
+    """Row (in ``frontier``'s row-major order) of the side tuple of each join key (side dim i is
+    join dim ``pos[i]``)."""
+    if not pos:
+        return np.zeros(len(join_keys), np.int64)
+    return np.ravel_multi_index(join_keys[:, list(pos)].T, tuple(frontier))
+
+
 def site_sum(values, sites, s) -> np.ndarray:
     return np.bincount(sites, weights=values, minlength=s)[:s]
 
@@ -372,6 +445,11 @@ def partials_in(partial, home, out_type) -> np.ndarray:
 
 
 __all__ = [
+    "held",
+    "present_keys",
+    "grid_key_sites",
+    "sparse_products",
+    "side_rows",
     "partials_in",
     "View",
     "Cand",

@@ -40,8 +40,15 @@ class Expr:
     def _fail(self, exc_type: builtins.type[Exception], msg: str) -> NoReturn:
         raise exc_type(f"{self.describe()}: {msg}")
 
-    def _dense_input(self, child: Expr) -> None:
-        child.type.require_continuity(self.describe(), child.describe())
+    def _dense_input(self, child: Expr, skippable: bool = False) -> None:
+        """Refuse an input with holes, unless a missing (all-zero) block may be ``skippable``."""
+        if not skippable:
+            child.type.require_continuity(self.describe(), child.describe())
+
+
+def _key_set(keys: set[tuple[int, ...]], frontier: tuple[int, ...]) -> frozenset[tuple[int, ...]] | None:
+    """An explicit key set, or None when it is every key below ``frontier``."""
+    return None if len(keys) == math.prod(frontier) else frozenset(keys)
 
 
 class Input(Expr):
@@ -74,7 +81,9 @@ def _check_kernel(kernel: object, arity: int, who: str) -> None:
 class Join(Expr):
     """⋈(joinKeysL, joinKeysR, projOp): pair tuples whose join keys match, apply projOp.
 
-    Output key: all left key dims, then the right key dims not in joinKeysR.
+    Output key: all left key dims, then the right key dims not in joinKeysR. Inputs with
+    holes (block-sparse: a missing block is zeros) only under a kernel that annihilates zeros:
+    the output holds the pairs that meet (an inner join).
     """
 
     def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel):
@@ -86,8 +95,8 @@ class Join(Expr):
         if len(self.left_keys) != len(self.right_keys):
             raise TRAError(f"{who}: {len(self.left_keys)} left join keys but {len(self.right_keys)} right")
         _check_kernel(kernel, 2, who)
-        self._dense_input(left)
-        self._dense_input(right)
+        self._dense_input(left, kernel.annihilates)
+        self._dense_input(right, kernel.annihilates)
         fl, fr = left.type.frontier, right.type.frontier
         for a, b in zip(self.left_keys, self.right_keys):
             if fl[a] != fr[b]:
@@ -114,7 +123,22 @@ class Join(Expr):
             axes,
             kernel.out_dtype(left.type.dtype, right.type.dtype),
             kernel.out_backend(left.type.backend, right.type.backend),
+            self._out_keys(frontier),
         )
+
+    def _out_keys(self, frontier: tuple[int, ...]) -> frozenset[tuple[int, ...]] | None:
+        """Block-sparse inputs: the pairs that meet (an inner join: a missing block joins to
+        nothing), from the inputs' key sets; None when both inputs are dense."""
+        lt, rt = self.left.type, self.right.type
+        if lt.keys is None and rt.keys is None:
+            return None
+        index: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        for rk in rt.iter_keys():
+            index.setdefault(tuple(rk[d] for d in self.right_keys), []).append(rk)
+        keys = {
+            self.out_key(lk, rk) for lk in lt.iter_keys() for rk in index.get(tuple(lk[d] for d in self.left_keys), ())
+        }
+        return _key_set(keys, frontier)
 
     def out_key(self, lkey: tuple[int, ...], rkey: tuple[int, ...]) -> tuple[int, ...]:
         rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
@@ -125,7 +149,10 @@ class Join(Expr):
 
 
 class Aggregate(Expr):
-    """Σ(groupByKeys, aggOp): group tuples by the listed key dims and fold their chunks with aggOp."""
+    """Σ(groupByKeys, aggOp): group tuples by the listed key dims and fold their chunks with aggOp.
+
+    An input with holes only under a kernel whose identity is zero (add): the output holds the
+    groups that received a tuple."""
 
     def __init__(self, child: Expr, group_by: Iterable[int], kernel: Kernel):
         self.children = (child,)
@@ -133,7 +160,7 @@ class Aggregate(Expr):
         who = f"Aggregate({list(group_by)},{getattr(kernel, 'name', kernel)})"
         self.group_by = _keys_tuple(group_by, child.type.key_arity, who)
         _check_kernel(kernel, 2, who)
-        self._dense_input(child)
+        self._dense_input(child, kernel.zero_identity)
         t = child.type
         mapping = {d: i for i, d in enumerate(self.group_by)}
         frontier = tuple(t.frontier[d] for d in self.group_by)
@@ -156,7 +183,8 @@ class Aggregate(Expr):
             self._fail(ChunkShapeError, str(e))
         if out != axes:
             self._fail(TRAError, f"aggregation kernel {kernel.name} must keep the chunk shape")
-        self.type = RelationType(frontier, axes, kernel.out_dtype(t.dtype, t.dtype), t.backend)
+        keys = None if t.keys is None else _key_set({tuple(k[d] for d in self.group_by) for k in t.keys}, frontier)
+        self.type = RelationType(frontier, axes, kernel.out_dtype(t.dtype, t.dtype), t.backend, keys)
 
     def describe(self) -> str:
         return f"Aggregate({list(self.group_by)},{self.kernel.name})"
@@ -181,17 +209,31 @@ class ReKey(Expr):
                 )
             mapped[nk] = k
         self.source = mapped  # output key -> input key
-        arities = {len(k) for k in mapped}
+        # block-sparse: frontier and extents follow the whole key grid
+        grid = (_whole_grid(t, key_fn) if t.keys is not None else None) or mapped
+        arities = {len(k) for k in grid}
         if len(arities) > 1:
             self._fail(TRAError, f"key function returns keys of different arities {sorted(arities)}")
         arity = arities.pop() if arities else t.key_arity
-        frontier = tuple(1 + max(k[d] for k in mapped) for d in range(arity)) if mapped else (0,) * arity
+        frontier = tuple(1 + max(k[d] for k in grid) for d in range(arity)) if grid else (0,) * arity
         dense = len(mapped) == math.prod(frontier)
-        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in mapped.items()}, frontier) for ax in t.axes)
+        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
 
     def describe(self) -> str:
         return f"ReKey({self.key_fn})"
+
+
+def _whole_grid(t: RelationType, key_fn: KeyMap) -> dict | None:
+    """new key -> old key over every key below ``t``'s frontier, when ``key_fn`` maps them all
+    one to one onto non-negative keys of one arity; else None."""
+    try:
+        grid = {key_fn(k): k for k in t.with_(keys=None).iter_keys()}
+    except LookupError:  # a table that maps only the keys present
+        return None
+    if len(grid) != math.prod(t.frontier) or len({len(k) for k in grid}) > 1 or min(map(min, grid), default=0) < 0:
+        return None
+    return grid
 
 
 class Filter(Expr):
@@ -231,7 +273,8 @@ class Transform(Expr):
 
 
 class Tile(Expr):
-    """Tile(tileDim, tileSize): cut every chunk along a chunk axis; a new last key dim counts tiles."""
+    """Tile(tileDim, tileSize): cut every chunk along a chunk axis; a new last key dim counts tiles
+    (of the tuples present: a missing block's tiles are missing)."""
 
     def __init__(self, child: Expr, tile_dim: int, tile_size: int):
         self.children = (child,)
@@ -241,7 +284,6 @@ class Tile(Expr):
             self._fail(TRAError, f"chunk axis {tile_dim} out of range for chunk rank {t.rank}")
         if self.tile_size < 1:
             self._fail(TRAError, f"tile size must be positive, got {tile_size}")
-        self._dense_input(child)
         ax = t.axes[self.tile_dim]
         counts = -(-ax.sizes // self.tile_size)
         if counts.size and (counts != counts.flat[0]).any():
@@ -257,7 +299,8 @@ class Tile(Expr):
         sizes = np.clip(ax.sizes[..., None] - tiles * self.tile_size, 0, self.tile_size)
         new_axis = ChunkAxis(ax.key_dims + (k,), sizes).simplified()
         axes = t.axes[: self.tile_dim] + (new_axis,) + t.axes[self.tile_dim + 1 :]
-        self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend)
+        keys = None if t.keys is None else frozenset(k + (i,) for k in t.keys for i in range(n))
+        self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend, keys)
 
     def describe(self) -> str:
         return f"Tile({self.tile_dim},{self.tile_size})"

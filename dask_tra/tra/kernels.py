@@ -111,6 +111,11 @@ class Kernel:
     commutative = False
     distributes_over: frozenset = frozenset()
     identity_map = False  # true for the identity transform (idOp)
+    # block-sparse facts (a missing block is all zeros): an all-zero input chunk gives an
+    # all-zero output (multiply, matmul), so a Join or Transform may skip missing blocks; and
+    # folding in a zero chunk changes nothing (add), so an Aggregate may skip them
+    annihilates = False
+    zero_identity = False
 
     def __call__(self, *chunks: Any) -> Any:
         raise NotImplementedError
@@ -181,8 +186,11 @@ class Elementwise(Kernel):
         commutative: bool = False,
         distributes_over: Iterable[str] = (),
         dtype: Any = None,
+        annihilates: bool = False,
+        zero_identity: bool = False,
     ) -> None:
         self.name = op_name
+        self.annihilates, self.zero_identity = annihilates, zero_identity
         self.fn = fn
         self.arity = arity
         self.associative = associative
@@ -247,9 +255,13 @@ def _same(xp: Any, a: Any) -> Any:
     return a
 
 
-add = Elementwise("add", _add, 2, associative=True, commutative=True, distributes_over={"maximum", "minimum"})
+add = Elementwise(
+    "add", _add, 2, associative=True, commutative=True, distributes_over={"maximum", "minimum"}, zero_identity=True
+)
 sub = Elementwise("subtract", _subtract, 2)
-mul = Elementwise("multiply", _multiply, 2, associative=True, commutative=True, distributes_over={"add", "subtract"})
+mul = Elementwise(
+    "multiply", _multiply, 2, associative=True, commutative=True, distributes_over={"add", "subtract"}, annihilates=True
+)
 maximum = Elementwise("maximum", _maximum, 2, associative=True, commutative=True, distributes_over={"minimum"})
 minimum = Elementwise("minimum", _minimum, 2, associative=True, commutative=True, distributes_over={"maximum"})
 fmax = Elementwise("fmax", _fmax, 2, associative=True, commutative=True)
@@ -292,6 +304,8 @@ class Einsum(Kernel):
         # the kernel folds its summed letters with ``aggregate``; folding partial results
         # (across blocks) with the same associative aggregate is exact
         self.distributes_over = frozenset({self.aggregate.name})
+        # zero chunks combine to zeros, and add/multiply/max/min of zeros is zero
+        self.annihilates = combine is None or combine.annihilates
 
     def __call__(self, *chunks: Any) -> Any:
         b, chunks = backends.align(*chunks)
