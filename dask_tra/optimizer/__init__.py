@@ -15,9 +15,11 @@ import numpy as np
 
 from ..ia.nodes import IANode
 from ..tra.dag import render
+from ..tra import expr as tra
 from ..tra.expr import Expr
 from . import cache
 from .build import build
+from .candidates import relabel_rows, relabelled
 from .cost import Cost, Rates, evaluate_cost
 from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
 from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, received, search, views_of
@@ -135,7 +137,7 @@ def final_costs(roots, s, rates):
     totals = _Totals(s)
     for alt in chosen(roots):
         if alt.inputs:
-            totals.add(alt, _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.present, s))
+            totals.add(alt, _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.copies(alt.inputs), s))
         else:
             totals.present[id(alt)] = alt.layout
     return totals.cost(roots, rates), totals.cands
@@ -143,19 +145,51 @@ def final_costs(roots, s, rates):
 
 class _Totals:
     """A plan's exact cost summed operator by operator (``final_costs``), with the copies each
-    operator leaves where its consumers find them (``present``)."""
+    operator leaves where its consumers find them (``present``).
+
+    A pure relabelling (ReKey, Filter) of a placed relation has its input's chunks (the IA
+    keeps their origin): a copy of one moved to a site is a copy of the other there. Such an
+    alternative's copies are kept on the relation it relabels (``same``)."""
 
     def __init__(self, s):
         self.present, self.cands = {}, {}
+        self.same = {}  # id(relabelling alt) -> (id(the alt whose chunks it has), its rows there)
         self.moved = self.paper = self.tasks = 0
         self.flops, self.site_moved = np.zeros(s), np.zeros(s)
         self.peak = np.zeros(s, np.int64)
 
+    def copies(self, alts) -> dict:
+        """{id(alt): where its tuples have copies} for ``alts``."""
+        out = {}
+        for a in alts:
+            if id(a) in self.same:
+                base, rows = self.same[id(a)]
+                out[id(a)] = relabelled(self.present[base], rows)
+            elif id(a) in self.present:
+                out[id(a)] = self.present[id(a)]
+        return out
+
+    def _keep(self, alt, p):
+        if id(alt) in self.same:
+            base, rows = self.same[id(alt)]
+            held = rows >= 0
+            grown = self.present[base].copy()
+            grown[rows[held]] |= p[held]
+            self.present[base] = grown
+        else:
+            self.present[id(alt)] = p
+
     def add(self, alt, cand):
         for a, p in zip(alt.inputs, cand.present):
             if not a.free:
-                self.present[id(a)] = p
-        self.present[id(alt)] = alt.layout
+                self._keep(a, p)
+        child = alt.inputs[0]
+        if isinstance(alt.node, (tra.ReKey, tra.Filter)) and not child.free:
+            base, rows = self.same.get(id(child), (id(child), None))
+            own = relabel_rows(alt.node, child.node.type.frontier)
+            self.same[id(alt)] = (base, own if rows is None else np.where(own >= 0, rows[own], -1))
+        else:
+            self.present[id(alt)] = alt.layout
         self.cands[id(alt)] = cand
         self.moved += cand.moved
         self.site_moved = self.site_moved + received(cand, len(self.flops))
@@ -201,7 +235,7 @@ def _recost(template, order, s, placements, rates, memory_limit):
             totals.present[id(made[-1])] = made[-1].layout
             continue
         kids = tuple(made[j] for j in alt.inputs)
-        c = _one_candidate(node, alt.strategy, cand, kids, totals.present, s)
+        c = _one_candidate(node, alt.strategy, cand, kids, totals.copies(kids), s)
         if c is None:
             return None
         new = combine(node, alt.strategy, c, kids, rates)

@@ -318,10 +318,8 @@ def per_tuple(node, child, s, only=None) -> dict:
     base = mv.place(0, grid_layout(part(range(len(f)), f), f, s), "") if child.free else child.layout
     flops = np.zeros(s)
     tasks = 0
-    if isinstance(node, tra.ReKey):
-        lay = _rows(base, f, node.type, lambda ok: node.source[ok])
-    elif isinstance(node, tra.Filter):
-        lay = _rows(base, f, node.type, lambda ok: ok)
+    if isinstance(node, (tra.ReKey, tra.Filter)):
+        lay = relabelled(base, relabel_rows(node, f))
     elif isinstance(node, tra.Transform):  # no task of its own: emission fuses it into its reader
         lay = base
         flops = _elements_at(child.type, base, s)
@@ -333,21 +331,30 @@ def per_tuple(node, child, s, only=None) -> dict:
     return {"local": Cand(lay, 0, 0, key_bytes(child.type) @ base + nb @ lay, flops, tasks, mv.present, {})}
 
 
-def _rows(base, in_frontier, out_type, source):
-    """Layout over ``out_type``'s keys, each row taken from the input key ``source(out key)``."""
-    s = base.shape[1]
-    n = math.prod(out_type.frontier)
-    lay = np.zeros((n, s), bool)
+def relabel_rows(node, in_frontier) -> np.ndarray:
+    """For a pure relabelling (ReKey, Filter): per row of the output's layout, the row of the
+    input's it is (its key's source), -1 for a key the output does not hold."""
+    out_type = node.type
+    rows = np.full(math.prod(out_type.frontier), -1, np.int64)
     keys = list(out_type.iter_keys())
     if keys:
+        source = node.source.__getitem__ if isinstance(node, tra.ReKey) else tuple
         src = np.array([source(k) for k in keys]).reshape(len(keys), -1)
-        rows = np.ravel_multi_index(src.T, in_frontier) if src.shape[1] else np.zeros(len(keys), np.int64)
+        at = np.ravel_multi_index(src.T, in_frontier) if src.shape[1] else np.zeros(len(keys), np.int64)
         dst = (
             np.ravel_multi_index(np.array(keys).T, out_type.frontier)
             if out_type.frontier
             else np.zeros(len(keys), np.int64)
         )
-        lay[dst] = base[rows]
+        rows[dst] = at
+    return rows
+
+
+def relabelled(base, rows) -> np.ndarray:
+    """The layout (or copies) of a relabelling's output, from its input's (``relabel_rows``)."""
+    lay = np.zeros((len(rows), base.shape[1]), bool)
+    held = rows >= 0
+    lay[held] = base[rows[held]]
     return lay
 
 
