@@ -60,19 +60,110 @@ def from_sparse(m, chunks="auto", name=None):
     return from_blocks(blocks, shape, chunks, dtype, name)
 
 
-def block_sparse_random(shape, chunks="auto", density=0.1, seed=None, dtype=np.float64):
-    """Uniform [0, 1) values in a random ``density`` fraction of the blocks (which ones: drawn
-    from ``seed``; each block's values: from ``(seed, *key)``, as ``random.random``)."""
+PATTERNS = ("random", "banded", "power-law")
+POWER_LAW_EXPONENT = 1.0  # Zipf: the row of rank r (1 = busiest) gets a share ∝ r ** -1
+
+
+def block_sparse_random(shape, chunks="auto", density=0.1, seed=None, dtype=np.float64, pattern="random"):
+    """Uniform [0, 1) values in a ``density`` fraction of the blocks (which ones: drawn from
+    ``seed``; each block's values: from ``(seed, *key)``, as ``random.random``).
+
+    ``pattern`` says which blocks are held:
+
+    - ``"random"`` (default): each block independently with probability ``density``.
+    - ``"banded"`` (2-D): the ``round(density * nblocks)`` blocks nearest the block diagonal
+      (the line from the grid's top-left to its bottom-right corner), so the band's width is
+      what reaches ``density``; ties at the band's edge are broken at random from ``seed``.
+    - ``"power-law"`` (2-D): row ``i`` of the block grid holds ``d_i`` blocks, the degrees
+      following a Zipf law (the row of rank ``r`` gets a share ∝ ``1 / r``; ranks are a random
+      permutation of the rows), scaled so they sum to ``round(density * nblocks)`` and capped
+      at the number of block columns (the excess going to the other rows); the columns of
+      each row are drawn uniformly at random without replacement.
+
+    Everything is deterministic given ``seed``.
+    """
     shape = _shape(shape)
-    if not 0 <= density <= 1:
-        raise ValueError(f"density must be in [0, 1], got {density}")
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {', '.join(map(repr, PATTERNS))}, got {pattern!r}")
+    try:
+        ok = 0 <= float(density) <= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"density must be a number in [0, 1], got {density!r}")
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31))
+    elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
     dtype = check_dtype(dtype)
     src = RandomSource("random", shape, auto_chunks(chunks, shape, dtype), seed, dtype)
-    held = np.random.default_rng(seed).random(src.type.frontier) < density
+    grid = src.type.frontier
+    if pattern != "random" and len(grid) != 2:
+        raise ValueError(f"pattern {pattern!r} needs a 2-D array, got shape {shape}")
+    rng = np.random.default_rng(seed)
+    if pattern == "random":
+        held = rng.random(grid) < density
+    elif pattern == "banded":
+        held = _banded(grid, density, rng)
+    else:
+        held = _power_law(grid, density, rng)
     keys = [tuple(int(i) for i in k) for k in np.argwhere(held)]
     return wrap_source(SparseSource(src, keys, fresh_name("block-sparse-random")))
+
+
+def _target(grid, density) -> int:
+    return int(round(float(density) * int(np.prod(grid))))
+
+
+def _banded(grid, density, rng) -> np.ndarray:
+    """The ``round(density * nblocks)`` blocks nearest the block diagonal (ties: at random)."""
+    nr, nc = grid
+    held = np.zeros(grid, dtype=bool)
+    i, j = np.meshgrid(np.arange(nr), np.arange(nc), indexing="ij")
+    centre = (i + 0.5) * nc / max(nr, 1) - 0.5  # the diagonal's column at row i's middle
+    dist = np.abs(j - centre).ravel()
+    order = np.lexsort((rng.random(dist.size), np.round(dist, 9)))
+    held.ravel()[order[: _target(grid, density)]] = True
+    return held
+
+
+def band_halfwidth(grid, keys) -> float:
+    """The largest distance (in blocks) of a held block from the block diagonal, as ``"banded"``
+    measures it."""
+    nr, nc = grid
+    return max((abs(j - ((i + 0.5) * nc / max(nr, 1) - 0.5)) for i, j in keys), default=0.0)
+
+
+def power_law_degrees(nrows, ncols, total, rng) -> np.ndarray:
+    """Row degrees summing to ``total`` (≤ ``nrows * ncols``), Zipf-distributed over a random
+    ranking of the rows, each capped at ``ncols``."""
+    rank = np.empty(nrows, dtype=np.int64)
+    rank[rng.permutation(nrows)] = np.arange(1, nrows + 1)
+    weight = rank.astype(np.float64) ** -POWER_LAW_EXPONENT
+    deg = np.zeros(nrows, dtype=np.int64)
+    free = np.ones(nrows, dtype=bool)
+    left = total
+    while left > 0 and free.any():  # water-fill: rows at the cap hand their excess on
+        share = left * weight * free / weight[free].sum()
+        add = np.minimum(np.floor(share).astype(np.int64), ncols - deg)
+        rem = np.where(free & (deg + add < ncols), share - add, -1.0)
+        extra = left - int(add.sum())
+        for r in np.lexsort((rank, -rem))[: max(extra, 0)]:  # largest remainders, then rank
+            if rem[r] >= 0:
+                add[r] += 1
+        deg += add
+        left = total - int(deg.sum())
+        free = deg < ncols
+    return deg
+
+
+def _power_law(grid, density, rng) -> np.ndarray:
+    nr, nc = grid
+    held = np.zeros(grid, dtype=bool)
+    deg = power_law_degrees(nr, nc, _target(grid, density), rng)
+    for r in range(nr):
+        held[r, rng.choice(nc, int(deg[r]), replace=False)] = True
+    return held
 
 
 __all__ = ["from_blocks", "from_sparse", "block_sparse_random"]
