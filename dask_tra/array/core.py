@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import math
 
-from .. import config
 from ..dask.collection import DaskCollection
-from ..dask.rates import current_rates
 from ..dask.sources import PersistedSource, fresh_name
-from ..optimizer import plan as make_plan
 from ..tra import TRAError
 from .methods import ArrayMethods
 from .zerofill import assemble_held, densify, fill_missing
@@ -51,17 +48,10 @@ class RelArray(ArrayMethods, DaskCollection):
         """Blocks held (the others are zeros), from metadata."""
         return self.sparse_expr.type.n_tuples
 
-    def _make_plan(self, where, placements):
-        """The plan of the block-sparse expression (missing blocks are skipped)."""
-        return make_plan(
-            self.sparse_expr,
-            where.count,
-            placements=placements or None,
-            memory_limit=where.memory_limit,
-            keep=config.get("keep"),
-            force=config.get("force"),
-            rates=current_rates(where),
-        )
+    @property
+    def roots(self) -> tuple:
+        """What is planned: the block-sparse expression (missing blocks are skipped)."""
+        return (self.sparse_expr,)
 
     def __dask_graph__(self):
         """The plan's graph; a block-sparse array's missing blocks are added as zero tasks (for

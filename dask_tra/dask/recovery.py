@@ -18,6 +18,7 @@ from ..tra import TRAError
 from .sources import PersistedSource, is_future
 
 ATTEMPTS = 3
+LOST = ("cancelled", "lost")  # future statuses of blocks the cluster no longer has
 
 
 class InputLostError(TRAError):
@@ -26,10 +27,12 @@ class InputLostError(TRAError):
 
 
 def lost_futures(src) -> list:
-    """The block keys of a persisted source whose futures are no longer held by the cluster."""
+    """The block keys of a persisted source whose futures the cluster lost (cancelled: Dask
+    cannot recompute them). A pending future (still computing, or recomputed by Dask after a
+    worker left) is not lost."""
     if not isinstance(src, PersistedSource) or not src.graph:
         return []
-    return [k for k, f in src.blocks.items() if f.status != "finished"]
+    return [k for k, f in src.blocks.items() if f.status in LOST]
 
 
 def recover(collection) -> bool:

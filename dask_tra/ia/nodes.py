@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from ..tra import expr as tra
@@ -157,14 +157,23 @@ class Shuffle(_Move):
 
 
 class LocalJoin(IANode):
-    """⋈L: join tuples that share a site; the output tuple stays on that site."""
+    """⋈L: join tuples that share a site; the output tuple stays on that site. With ``at``
+    (output key -> site: a placement of every join group, as two-phase plans make), each output
+    tuple is made at its one site only, though its inputs may meet at others too."""
 
     kind = "localjoin"
 
     def __init__(
-        self, left: IANode, right: IANode, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel
+        self,
+        left: IANode,
+        right: IANode,
+        left_keys: Iterable[int],
+        right_keys: Iterable[int],
+        kernel: Kernel,
+        at: Mapping[Key, int] | None = None,
     ):
         super().__init__()
+        self.at = at
         self.children, self.left, self.right = (left, right), left, right
         self.s = left.s
         self.op = tra.Join(_placeholder(left.type), _placeholder(right.type), left_keys, right_keys, kernel)
@@ -183,6 +192,11 @@ class LocalJoin(IANode):
             for rk, rcs in index.get(tuple(lk[d] for d in op.left_keys), ()):
                 key = op.out_key(lk, rk)
                 both = sorted(set(lsites) & set(_one_origin_per_site(rk, rcs, self)))
+                if self.at is not None:
+                    site = self.at.get(key)
+                    if site is not None and site not in both:
+                        raise PlanError(f"{self.describe()}: the tuples of {fmt_key(key)} do not meet at site {site}")
+                    both = [] if site is None else [site]
                 if both:
                     out[key] = [(t, self.new_origin(key, t)) for t in both]
         return out

@@ -137,7 +137,8 @@ def final_costs(roots, s, rates):
     totals = _Totals(s)
     for alt in chosen(roots):
         if alt.inputs:
-            totals.add(alt, _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.copies(alt.inputs), s))
+            cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.copies(alt.inputs), s, rates)
+            totals.add(alt, cand)
         else:
             totals.present[id(alt)] = alt.layout
     return totals.cost(roots, rates), totals.cands
@@ -214,11 +215,13 @@ class _Totals:
         )
 
 
-def _one_candidate(node, strategy, cand, inputs, present, s):
+def _one_candidate(node, strategy, cand, inputs, present, s, rates):
     """The costing of ``strategy`` for ``node`` over ``inputs`` (with the copies in ``present``),
-    or None if it no longer applies; ``cand`` is the costing it was chosen by (bmm's side)."""
+    or None if it no longer applies; ``cand`` is the costing it was chosen by (bmm's side, the
+    two-phase placement)."""
     only = strategy if strategy != "bmm" else f"bmm-{cand.detail['bside']}"
-    return _candidates(node, kind_of(node), views_of(inputs, present), s, only).get(strategy)
+    views = views_of(inputs, present)
+    return _candidates(node, kind_of(node), views, s, only, rates, cand.detail.get("twophase")).get(strategy)
 
 
 def _recost(template, order, s, placements, rates, memory_limit):
@@ -235,7 +238,7 @@ def _recost(template, order, s, placements, rates, memory_limit):
             totals.present[id(made[-1])] = made[-1].layout
             continue
         kids = tuple(made[j] for j in alt.inputs)
-        c = _one_candidate(node, alt.strategy, cand, kids, totals.copies(kids), s)
+        c = _one_candidate(node, alt.strategy, cand, kids, totals.copies(kids), s, rates)
         if c is None:
             return None
         new = combine(node, alt.strategy, c, kids, rates)
@@ -305,6 +308,9 @@ def _steps(alt, cand, kind):
         out.append(f"  {what} {src}: {fmt_bytes(nbytes)}")
     if cand.detail.get("bside"):
         out.append(f"  (broadcasts the {cand.detail['bside']} input)")
+    if "balance" in cand.detail:
+        flops = ", ".join(f"{f / 1e6:.3g}" for f in cand.flops)
+        out.append(f"  compute balance: busiest site / mean = {cand.detail['balance']:.2f} (MFLOP per site: {flops})")
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ia import Placed, SiteMap, part
 from ..tra import expr as tra
 from . import strategies as S
+from . import twophase_strategy
 from .layout import Alt as IAAlt
 from .search import chosen, inputs_of, kind_of
 
@@ -35,6 +36,8 @@ def build(roots, s) -> list:
 def _one(node, alt, kids, s):
     kind = kind_of(node)
     name = alt.strategy
+    if name == twophase_strategy.NAME and kind in ("matmul", "einsum", "contraction"):
+        return twophase_strategy.build(node, kids[0], kids[1], s, alt.cand.detail["twophase"])
     if kind in ("matmul", "einsum", "contraction"):
         return S.contraction(node, kids[0], kids[1], s, only=name, bside=alt.cand.detail.get("bside"))[name]
     if isinstance(node, tra.Join):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ia.partitioning import Grid, part
 from ..tra import expr as tra
+from . import twophase_strategy
 from .strategies import partition_vectors
 from .symbolic import (
     Cand,
@@ -84,7 +85,9 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     )
 
 
-def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
+def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixed=None) -> dict:
+    """``rates``: the time objective (two-phase places by it); ``fixed``: the two-phase plan
+    chosen before (the final costing re-costs its placement, not a new greedy's)."""
     join, g = agg.child, agg.group_by
     out = join.type.frontier
     kl, kr = left.type.key_arity, right.type.key_arity
@@ -164,6 +167,8 @@ def contraction(agg, left, right, s, only=None, eindecomp=True) -> dict:
             else:
                 mv.replicate(i, grid, pos[i], out)
         cands[name] = _close(agg, mv, on_grid(grid), s)
+    if want(twophase_strategy.NAME) and (fixed is not None or twophase_strategy.applies(agg, views)):
+        cands[twophase_strategy.NAME] = twophase_strategy.cost(agg, views, s, rates, fixed)
     return cands
 
 

@@ -164,10 +164,10 @@ def views_of(alts, present=None) -> list:
     return [made[id(a)] for a in alts]
 
 
-def candidates(node, kind, views, s, only=None) -> dict:
+def candidates(node, kind, views, s, only=None, rates=None, fixed=None) -> dict:
     """{strategy: Cand}; a block-sparse result's layout gives its holes no site."""
     if kind in ("matmul", "einsum", "contraction"):
-        cands = C.contraction(node, views[0], views[1], s, only)
+        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, fixed=fixed)
     elif isinstance(node, tra.Join):
         cands = C.join_alone(node, views[0], views[1], s, only)
     elif isinstance(node, tra.Aggregate):
@@ -186,7 +186,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     options, rejected = [], {}
     wanted = forced(force, kind)
     for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)]):
-        cands = candidates(node, kind, views_of(combo), s)
+        cands = candidates(node, kind, views_of(combo), s, rates=rates)
         if wanted is not None and wanted not in cands:
             raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; candidates are {sorted(cands)}")
         made = {name: combine(node, name, c, combo, rates) for name, c in cands.items()}

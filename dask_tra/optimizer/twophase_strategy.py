@@ -1,0 +1,200 @@
+"""The ``two-phase`` contraction strategy: lineage-planned placement (``twophase``) as one more
+candidate of the search, costed exactly and built as an IA plan like every other.
+
+A contraction Σ_g(L ⋈ R) is an aggregated join tree: its join groups are the block products
+(one per join-output key whose two tuples exist) and its aggregation groups the output keys.
+``cost`` runs the pilot run on the inputs' key sets (metadata: a block-sparse relation's keys,
+every key of a dense one) with each tuple's current sites (a placed input's copies, none for a
+free one), places every group by the paper's greedy (``twophase.place_greedy``, time
+objective with the search's ``Rates``), and returns the search's ``Cand``; ``build`` makes the
+IA plan of that placement: each input tuple shuffled to the sites of its join groups (a free
+one made first at its home), a ``LocalJoin`` computing each product at its one site, a local
+pre-sum per site, the partials shuffled to their group's site and summed there.
+
+Considered when it can beat the whole-relation strategies and its lineage is small: an input
+is block-sparse or already placed (persisted data, whose placement may be irregular), the
+two sides are different relations, and there are at most ``MAX_JOIN_GROUPS`` block products.
+Planning is then linear in the lineage (the greedy's ``O(N_g N_s N̄_j)``); dense lazily made
+inputs never pay for it, so planning a dense product stays independent of its block count.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import cast
+
+import numpy as np
+
+from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap
+from ..ia.nodes import IANode
+from .cost import Rates
+from .layout import Alt, has_placement
+from .symbolic import Cand, cell_flops, key_bytes, key_elements, present_keys
+from .twophase import Lineage, TwoPhasePlan, evaluate_placement, lineage, place_greedy
+
+NAME = "two-phase"
+MAX_JOIN_GROUPS = 5_000  # the greedy costs ~60 µs per join group: planning stays under ~0.3 s
+
+
+def _keys(t) -> np.ndarray:
+    """The keys relation type ``t`` holds, row-major."""
+    if t.keys is not None:
+        return present_keys(t)
+    return np.array(list(np.ndindex(*t.frontier)), np.int64).reshape(-1, t.key_arity)
+
+
+def _rows(keys: np.ndarray, frontier) -> np.ndarray:
+    return np.ravel_multi_index(keys.T, frontier) if keys.shape[1] else np.zeros(len(keys), np.int64)
+
+
+def _products(join, lk: np.ndarray, rk: np.ndarray) -> int:
+    """Block products of ``join`` (join groups), counted from the key sets without listing them."""
+    lcode = _rows(lk[:, list(join.left_keys)], [join.left.type.frontier[d] for d in join.left_keys])
+    rcode = _rows(rk[:, list(join.right_keys)], [join.right.type.frontier[d] for d in join.right_keys])
+    n = max(int(lcode.max(initial=-1)), int(rcode.max(initial=-1))) + 1
+    return int(np.bincount(lcode, minlength=n) @ np.bincount(rcode, minlength=n))
+
+
+def applies(agg, views) -> bool:
+    left, right = views
+    if left is right and not left.free:
+        return False  # one relation on both sides: its tuples would be counted as two
+    if not (left.free and right.free) or left.type.keys is not None or right.type.keys is not None:
+        return _products(agg.child, _keys(left.type), _keys(right.type)) <= MAX_JOIN_GROUPS
+    return False
+
+
+class _Problem:
+    """The contraction as an aggregated join tree over its existing keys (labels: the join's
+    output dims), with the bytes and flops of each group."""
+
+    def __init__(self, agg, views):
+        join = agg.child
+        self.agg, self.join, self.views = agg, join, views
+        kl, kr = join.left.type.key_arity, join.right.type.key_arity
+        labels = [tuple(range(kl)), tuple(join.right_out[d] for d in range(kr))]
+        self.keys = [_keys(v.type) for v in views]
+        self.rows = [_rows(k, v.type.frontier) for k, v in zip(self.keys, views)]
+        self.lin: Lineage = lineage(self.keys, labels, tuple(agg.group_by))
+        order = [self.lin.join_labels.index(d) for d in range(len(join.type.frontier))]
+        self.join_keys = self.lin.join_keys[:, order]
+        self.agg_rows = _rows(self.lin.agg_keys, agg.type.frontier)
+        join_rows = _rows(self.join_keys, join.type.frontier)
+        dims = range(len(join.type.frontier))
+        self.costs = dict(
+            tuple_bytes=[key_bytes(v.type)[r] for v, r in zip(views, self.rows)],
+            join_flops=cell_flops(join, dims, join.type.frontier).ravel()[join_rows],
+            out_bytes=key_bytes(agg.type)[self.agg_rows],
+            add_flops=key_elements(agg.type)[self.agg_rows].astype(float),
+        )
+        self.tuple_sites = [None if v.free else v.present[r] for v, r in zip(views, self.rows)]
+
+
+def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | None = None) -> Cand:
+    """The two-phase candidate: the greedy's placement (or ``fixed``'s, re-costed for where the
+    inputs are now), with its exact bytes, per-site received bytes and flops."""
+    p = _Problem(agg, views)
+    rates = rates or Rates()
+    if fixed is None:
+        plan = place_greedy(p.lin, s, tuple_sites=p.tuple_sites, rates=rates, **p.costs)
+    else:
+        placement = evaluate_placement(
+            p.lin,
+            s,
+            fixed.join_sites,
+            fixed.agg_sites,
+            tuple_sites=p.tuple_sites,
+            homes=fixed.homes,
+            rates=rates,
+            **p.costs,
+        )
+        plan = TwoPhasePlan(p.lin, s, fixed.join_sites, fixed.agg_sites, placement.homes, placement)
+    present, site_in = [], np.zeros(s, np.int64)
+    for i, v in enumerate(views):
+        need = _need(p, plan, i, s)
+        rows = np.zeros((math.prod(v.type.frontier), s), bool)
+        rows[p.rows[i]] = need
+        present.append(rows if v.free else v.present | rows)
+        site_in += key_bytes(v.type) @ rows
+    nb = key_bytes(agg.type)
+    partial = np.zeros((math.prod(agg.type.frontier), s), bool)
+    partial[p.agg_rows[p.lin.join_agg], plan.join_sites] = True
+    out = np.zeros_like(partial)
+    out[p.agg_rows, plan.agg_sites] = True
+    c = plan.cost
+    steps = [
+        ("send to join groups", 0, int(c.site_input_received.sum() - _received(p, plan, 1))),
+        ("send to join groups", 1, _received(p, plan, 1)),
+        ("aggregate partials", None, int(c.partial_bytes_moved)),
+    ]
+    return Cand(
+        out,
+        int(c.bytes_moved),
+        int(c.bytes_moved // max(agg.type.dtype.itemsize, 1)),
+        site_in + nb @ partial + nb @ out,
+        np.asarray(c.site_flops, float),
+        int(c.tasks),
+        present,
+        {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops)},
+        np.asarray(c.site_received, np.int64),
+    )
+
+
+def _need(p: _Problem, plan: TwoPhasePlan, i: int, s: int) -> np.ndarray:
+    """(tuples of input i, s): the sites each tuple must be on (its join groups', else its home
+    or where it is)."""
+    need = np.zeros((len(p.rows[i]), s), bool)
+    need[p.lin.join_tuples[:, i], plan.join_sites] = True
+    return need
+
+
+def _received(p: _Problem, plan: TwoPhasePlan, i: int) -> int:
+    """Bytes of input i's tuples sent to the sites of their join groups."""
+    v = p.views[i]
+    need = _need(p, plan, i, plan.sites)
+    have = np.zeros_like(need)
+    if v.free:
+        homes = plan.input_homes(i)
+        have[np.flatnonzero(homes >= 0), homes[homes >= 0]] = True
+    else:
+        have = v.present[p.rows[i]]
+    return int(p.costs["tuple_bytes"][i] @ (need & ~have).sum(axis=1))
+
+
+def _balance(site_flops) -> float:
+    """Busiest site's compute over the mean (1.0: perfectly balanced)."""
+    f = np.asarray(site_flops, float)
+    return float(f.max() / f.mean()) if f.size and f.mean() > 0 else 1.0
+
+
+def build(agg, left: Alt, right: Alt, s: int, plan: TwoPhasePlan) -> IANode:
+    """The IA plan of ``plan``'s placement (see the module docstring)."""
+    join = agg.child
+    sides = []
+    for i, alt in enumerate((left, right)):
+        t = alt.node.type
+        keys = [tuple(int(x) for x in k) for k in _keys(t)]
+        need = np.zeros((len(keys), s), bool)
+        need[plan.lineage.join_tuples[:, i], plan.join_sites] = True
+        node = alt.node
+        if alt.free:
+            homes = plan.input_homes(i)
+            first = np.where(homes >= 0, homes, np.where(need.any(axis=1), need.argmax(axis=1), 0))
+            node = Placed(cast(Placed, node).input, SiteMap({k: (int(h),) for k, h in zip(keys, first)}), s)
+        where = {}
+        for k, row in zip(keys, need):
+            sites = tuple(int(x) for x in np.flatnonzero(row))
+            where[k] = sites or (node.copies[k][0][0],)
+        placement = SiteMap(where)
+        sides.append(node if has_placement(node, placement) else Shuffle(node, placement))
+    order = [plan.lineage.join_labels.index(d) for d in range(len(join.type.frontier))]
+    at = {tuple(int(x) for x in k): int(t) for k, t in zip(plan.lineage.join_keys[:, order], plan.join_sites)}
+    joined = LocalJoin(sides[0], sides[1], join.left_keys, join.right_keys, join.kernel, at=at)
+    pre = LocalAggregate(joined, agg.group_by, agg.kernel)
+    home = SiteMap({tuple(int(x) for x in k): (int(t),) for k, t in zip(plan.lineage.agg_keys, plan.agg_sites)})
+    if has_placement(pre, home):
+        return pre
+    return LocalAggregate(Shuffle(pre, home), tuple(range(len(agg.group_by))), agg.kernel)
+
+
+__all__ = ["NAME", "MAX_JOIN_GROUPS", "applies", "cost", "build"]
