@@ -10,10 +10,18 @@ import sys
 import time
 
 from . import report
-from .competitors import FORCED, ClusterRunner, add_timed_run, run_cluster_competitor, run_single_competitor
+from .competitors import (FORCED, FORCED_SPARSE, ClusterRunner, Result, add_timed_run, run_cluster_competitor,
+                          run_single_competitor)
 from .workloads import SUITES, describe_dims, input_bytes, missing_features
 
-ALL_COMPETITORS = ["numpy", "torch", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED] + ["dask.array"]
+DEFAULT_COMPETITORS = ["numpy", "torch", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED] + ["dask.array"]
+SPARSE_COMPETITORS = (["numpy", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED_SPARSE]
+                      + ["dask.array", "dask.array:sparse"])
+ALL_COMPETITORS = DEFAULT_COMPETITORS + [c for c in SPARSE_COMPETITORS if c not in DEFAULT_COMPETITORS]
+
+
+def default_competitors(suite):
+    return SPARSE_COMPETITORS if suite == "sparse" else DEFAULT_COMPETITORS
 
 
 def parse_args(argv):
@@ -30,8 +38,9 @@ def parse_args(argv):
                    help="large: the matmuls at 4000³, 1000×64000×1000, 8000×1000×8000 in 1000² blocks "
                         "(only workloads with a large size run)")
     r.add_argument("--only", default=None, help="comma-separated workload names")
-    r.add_argument("--competitors", default=",".join(ALL_COMPETITORS),
-                   help=f"comma-separated subset of {','.join(ALL_COMPETITORS)}")
+    r.add_argument("--competitors", default=None,
+                   help=f"comma-separated subset of {','.join(ALL_COMPETITORS)} (default: "
+                        f"{','.join(DEFAULT_COMPETITORS)}; suite sparse: {','.join(SPARSE_COMPETITORS)})")
     r.add_argument("--inputs", choices=("persisted", "lazy"), default="persisted",
                    help="persisted: inputs exist on the workers before the timed run, in one layout for "
                         "every competitor (default); lazy: made inside the timed run, dask_tra making "
@@ -119,13 +128,18 @@ def run(args):
         if unknown:
             sys.exit(f"unknown workloads: {sorted(unknown)}; see python -m benchmarks list")
         workloads = [w for w in workloads if w.name in wanted]
-    comps = args.competitors.split(",")
+    comps = (args.competitors or ",".join(default_competitors(args.suite))).split(",")
     bad = set(comps) - set(ALL_COMPETITORS)
     if bad:
         sys.exit(f"unknown competitors {sorted(bad)}; choose from {ALL_COMPETITORS}")
     has_torch = importlib.util.find_spec("torch") is not None
     if "torch" in comps and not has_torch:
         print("[bench] torch not installed: skipping the PyTorch competitor (pip install torch==2.13.0)")
+    no_sparse = None
+    if "dask.array:sparse" in comps and importlib.util.find_spec("sparse") is None:
+        no_sparse = "skipped: pydata sparse not installed (pip install sparse)"
+        print(f"[bench] dask.array:sparse {no_sparse}")
+        comps = [c for c in comps if c != "dask.array:sparse"]
     large = args.size == "large"
     if large and args.quick:
         sys.exit("--quick and --size large exclude each other")
@@ -175,16 +189,19 @@ def run(args):
                     for c in cluster_comps:
                         add_timed_run(runner, cres[c], w, dims, c, seed=0)
                 results.extend(cres.values())
-                print(report.text_table([r for r in results if r.workload == w.name]))
+                if no_sparse:
+                    results.append(Result(w.name, "dask.array:sparse", status=no_sparse))
+                print(report.text_table([r for r in results if r.workload == w.name], args.suite))
                 print(f"        ({time.time() - t_w:.0f}s)")
         finally:
             runner.close()
-    meta = dict(cluster=desc, cluster_short=("loopback" if not networked else f"{args.workers} workers, {args.net}"),
+    meta = dict(suite=args.suite, cluster=desc,
+                cluster_short=("loopback" if not networked else f"{args.workers} workers, {args.net}"),
                 command="python -m benchmarks " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("__main__.py")
                 else " ".join(sys.argv), quick=args.quick, repeat=repeat, inputs=args.inputs, workers=args.workers,
                 machine=machine(), versions=versions(), load_before=load_before, load_after=load(),
                 elapsed=time.time() - t_start, skipped=skipped)
-    print("\n" + report.text_table(results))
+    print("\n" + report.text_table(results, args.suite))
     ts, pngs = report.write(results, meta, args.out, label, networked)
     print("\nTargets:")
     for t, s, d in ts:
@@ -212,7 +229,7 @@ def main(argv=None):
         label = os.path.basename(args.json)[len("results-"):-len(".json")]
         ts, pngs = report.write(results, meta, os.path.dirname(args.json) or ".", label,
                                 not meta["cluster"].startswith("loopback"))
-        print(report.text_table(results))
+        print(report.text_table(results, meta.get("suite")))
         print(f"rewrote {args.json[:-5]}.md and {len(pngs)} plots")
         return 0
     if args.cmd == "scale":

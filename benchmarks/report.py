@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 
-from .competitors import FORCED
+from .competitors import FORCED, FORCED_SPARSE
 
 AUTO = "dask_tra"
 
@@ -69,15 +69,118 @@ def markdown_table(results):
     return "\n".join(lines)
 
 
-def text_table(results):
-    rs = [COLUMNS] + rows(results)
-    widths = [min(40, max(len(str(r[i])) for r in rs)) for i in range(len(COLUMNS))]
+def text_table(results, suite=None):
+    cols, rs = (SPARSE_COLUMNS, sparse_rows(results)) if suite == "sparse" else (COLUMNS, rows(results))
+    rs = [cols] + rs
+    widths = [min(40, max(len(str(r[i])) for r in rs)) for i in range(len(cols))]
     lines = []
     for k, r in enumerate(rs):
         lines.append("  ".join(str(c)[:40].ljust(w) for c, w in zip(r, widths)))
         if k == 0:
             lines.append("-" * len(lines[0]))
     return "\n".join(lines)
+
+
+# -- suite sparse (issue 14): bytes, time and per-site compute balance ------------------------------
+
+SPARSE_COLUMNS = ["workload", "competitor", "time (median)", "min–max", "÷ dask.array", "moved (measured)",
+                  "predicted", "meas/pred", "compute balance", "planning", "tasks", "plan/strategy", "check"]
+
+
+def fmt_bal(r):
+    v = r.median("balance") if r.balance else None
+    return "-" if v is None else f"{v:.2f}"
+
+
+def sparse_rows(results):
+    out = []
+    for wname, comps in _by(results).items():
+        da_t = comps["dask.array"].median("times") if "dask.array" in comps and comps["dask.array"].ok else None
+        for name, r in comps.items():
+            if not r.ok:
+                out.append([wname, name, r.status] + [""] * (len(SPARSE_COLUMNS) - 3))
+                continue
+            t, moved, single = r.median("times"), r.median("bytes_moved"), name in ("numpy", "torch")
+            plan = r.median("plan_s") if r.plan_s else None
+            out.append([
+                wname, name, fmt_t(t), f"{min(r.times):.3f}–{max(r.times):.3f}",
+                "" if single else fmt_ratio(ratio(t, da_t)), "" if single else fmt_b(moved),
+                fmt_b(r.predicted_bytes) if r.predicted_bytes is not None else "",
+                fmt_ratio(ratio(moved, r.predicted_bytes)) if r.predicted_bytes else "",
+                "" if single else fmt_bal(r), fmt_t(plan) if plan else "",
+                "" if r.tasks is None else str(r.tasks), r.strategies, r.check])
+    return out
+
+
+def sparse_markdown_table(results):
+    lines = ["| " + " | ".join(SPARSE_COLUMNS) + " |", "|" + "---|" * len(SPARSE_COLUMNS)]
+    for row in sparse_rows(results):
+        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in row) + " |")
+    return "\n".join(lines)
+
+
+def sparse_targets(results, networked: bool):
+    """[(target, status, detail)] for issue 14's "Done when" on the sparse suite."""
+    by = _by(results)
+    out = []
+
+    def med(w, c, what="times"):
+        r = by.get(w, {}).get(c)
+        return r.median(what) if r is not None and r.ok else None
+
+    sparse_ws = [w for w in by if w.startswith("sp")]
+    more, n = [], 0
+    for w in sparse_ws:
+        tp = med(w, "dask_tra:two-phase", "bytes_moved")
+        static = [b for b in (med(w, f"dask_tra:{f}", "bytes_moved") for f in FORCED) if b is not None]
+        if tp is None or not static:
+            continue
+        n += 1
+        if tp > min(static):
+            more.append(f"{w} {fmt_b(tp)} > {fmt_b(min(static))}")
+    out.append(("two-phase moves no more bytes than the best static strategy (block-sparse workloads)",
+                "n/a" if not n else "met" if not more else "missed", "; ".join(more) or f"all {n} ≤"))
+    worse, n = [], 0
+    for w in by:
+        forced = [t for t in (med(w, f"dask_tra:{f}") for f in FORCED_SPARSE) if t is not None]
+        a = med(w, AUTO)
+        if forced and a is not None:
+            n += 1
+            if a > 1.1 * min(forced):
+                worse.append(f"{w} {a / min(forced):.2f}×")
+    out.append(("automatic plan ≤ 1.1× best forced plan's time" + ("" if networked else
+                " (the issue asks it at 250 Mbit/s; loopback shown for information)"),
+                "n/a" if not n else "met" if not worse else "missed", ", ".join(worse) or f"all {n} within 10%"))
+    slow, n = [], 0
+    for w in sparse_ws:
+        if not w.startswith("sp5-"):
+            continue
+        r = ratio(med(w, AUTO), med(w, "dask.array"))
+        if r is not None:
+            n += 1
+            if r > 0.5:
+                slow.append(f"{w} {r:.2f}×")
+    out.append(("dask_tra ≤ 0.5× dask.array's time at 5% density", "n/a" if not n else "met" if not slow else "missed",
+                ", ".join(slow) or f"all {n} ≤ 0.5×"))
+    heavy, n = [], 0
+    for w in by:
+        p, t = med(w, AUTO, "plan_s"), med(w, AUTO)
+        if p is not None and t:
+            n += 1
+            if p > 0.05 * t:
+                heavy.append(f"{w} {p / t:.1%}")
+    out.append(("planning ≤ 5% of the run (automatic plan)", "n/a" if not n else "met" if not heavy else "missed",
+                ", ".join(heavy) or f"all {n} ≤ 5%"))
+    off = []
+    for w, comps in by.items():
+        for c, r in comps.items():
+            if r.ok and r.predicted_bytes:
+                q = ratio(r.median("bytes_moved"), r.predicted_bytes)
+                if q is not None and abs(q - 1) > 0.10:
+                    off.append(f"{w}/{c} {q:.2f}")
+    out.append(("measured bytes within 10% of predicted (every dask_tra run)", "met" if not off else "missed",
+                "; ".join(off) or "all within 10%"))
+    return out
 
 
 def summary_table(results):
@@ -257,8 +360,33 @@ def load(path):
     return results, data["meta"]
 
 
+def write_sparse(results, meta, out_dir, label, networked):
+    ts = sparse_targets(results, networked)
+    md = [f"# Benchmark results: {label} (suite sparse, issue 14)", "", f"- cluster: {meta['cluster']}",
+          f"- command: `{meta['command']}`", f"- sizes: {'quick' if meta['quick'] else 'full'}, "
+          f"inputs {meta.get('inputs', 'persisted')}; repeat {meta['repeat']} after a warm-up; load average "
+          f"before/after: {meta['load_before']} / {meta['load_after']}",
+          f"- total benchmark time: {meta['elapsed']:.0f}s",
+          "- compute balance: max / mean over the workers of each worker's summed task compute time in the "
+          "timed run (task stream; an idle worker counts 0; 1.00 = even). planning: dask_tra's optimizer, "
+          "client side, inside the timed run. n/a: the optimizer does not offer that forced strategy there.", "",
+          "## All competitors", "", sparse_markdown_table(results), "", "## Targets", "", targets_markdown(ts), "",
+          "## Where the time goes (cluster competitors, medians)", "", profile_table(results, meta["workers"]), "",
+          "## Tasks by kind (one timed run)", "", task_kinds_table(results), ""]
+    if meta.get("skipped"):
+        md += ["## Skipped workloads", ""] + [f"- {w}: {why}" for w, why in meta["skipped"].items()] + [""]
+    with open(os.path.join(out_dir, f"results-{label}.md"), "w") as f:
+        f.write("\n".join(md))
+    with open(os.path.join(out_dir, f"results-{label}.json"), "w") as f:
+        json.dump({"meta": meta, "results": [r.to_dict() for r in results]}, f, indent=1, default=str)
+    pngs = plot(results, out_dir, label, meta["cluster_short"])
+    return ts, pngs
+
+
 def write(results, meta, out_dir, label, networked):
     os.makedirs(out_dir, exist_ok=True)
+    if meta.get("suite") == "sparse":
+        return write_sparse(results, meta, out_dir, label, networked)
     ts = targets(results, networked)
     md = [f"# Benchmark results: {label}", "", f"- cluster: {meta['cluster']}",
           f"- command: `{meta['command']}`", f"- sizes: {'quick' if meta['quick'] else 'full'}, "

@@ -12,6 +12,12 @@ Sizes are the papers' shapes scaled down (ratios kept where they matter); ``--qu
 shrinks every dim about 3×; ``--size large`` runs the three matmuls at the demo's shapes
 (4000³, 1000×64000×1000, 8000×1000×8000 in 1000² blocks), where communication dominates. Inputs are ``dt.random`` arrays with fixed seeds, so every
 system computes on identical data.
+
+Suite ``sparse`` (issue 14): block-sparse inputs (``dt.block_sparse_random`` with a density and
+a row pattern; an input spec then has a fifth element ``{"density": .., "pattern": ..}``, and
+dask.array reads the same blocks through ``.to_dask()``, missing ones as zeros), and a dense
+matmul whose persisted inputs are moved to an irregular placement by ``client.rebalance()``
+before the timed run (``Workload.after_persist``).
 """
 from __future__ import annotations
 
@@ -39,6 +45,9 @@ class Workload:
     kind_of_output: str = "array"
     extra: dict = field(default_factory=dict)
     large: dict | None = None        # --size large dims (where communication dominates)
+    # (client, {name: persisted input}) -> None: run after the inputs are persisted and before
+    # the timed run, for every cluster competitor alike (e.g. to move the inputs' blocks)
+    after_persist: Callable | None = None
 
     def size(self, quick: bool, large: bool = False) -> dict:
         if large:
@@ -197,6 +206,107 @@ def _mm(name, title, full, quick, note, large):
                     note=note, flops=_mm_flops, large=large)
 
 
+# -- 6. block-sparse and irregular placement (issue 14) -----------------------------------------
+
+def _sparse_mm_inputs(d):
+    """A: N×N block-sparse (``density``, ``pattern``); B: N×M dense (``dense_b``) or N×M
+    block-sparse at ``density_b`` (random pattern)."""
+    n, m, b, bm = d["N"], d["M"], d["b"], d.get("bm", d["b"])
+    a = ((n, n), (b, b), 0, 1, {"density": d["density"], "pattern": d.get("pattern", "random")})
+    if d.get("density_b") is None:
+        bb = ((n, m), (b, bm), -1, 1)
+    else:
+        bb = ((n, m), (b, bm), 0, 1, {"density": d["density_b"], "pattern": "random"})
+    return {"A": a, "B": bb}
+
+
+def _sparse_mm_flops(d):  # of the dense equivalent
+    return 2 * d["N"] * d["N"] * d["M"]
+
+
+def _pile_then_loosen(dask_scheduler, keys):
+    """On the scheduler: move every block of ``keys`` to the first worker (as if earlier work
+    left them there), and let ``rebalance`` move data whatever the workers' memory use (by
+    default it moves nothing while every worker is below 30% of its memory limit). Returns the
+    settings it changed, for ``_restore``."""
+    import asyncio
+    workers = sorted(dask_scheduler.workers)
+    target = dask_scheduler.workers[workers[0]]
+    msgs = []
+    for k in keys:
+        ts = dask_scheduler.tasks.get(k)
+        if ts is not None and ts.who_has and target not in ts.who_has:
+            msgs.append((next(iter(ts.who_has)), target, ts))
+    old = {a: getattr(dask_scheduler, a) for a in _LOOSE}
+    for a, v in _LOOSE.items():
+        setattr(dask_scheduler, a, v)
+
+    async def move():
+        if msgs:
+            await dask_scheduler._rebalance_move_data(msgs, stimulus_id="bench-pile")
+        return old
+    return asyncio.ensure_future(move())
+
+
+_LOOSE = {"MEMORY_REBALANCE_MEASURE": "managed", "MEMORY_REBALANCE_SENDER_MIN": 0.0,
+          "MEMORY_REBALANCE_RECIPIENT_MAX": 1.0, "MEMORY_REBALANCE_HALF_GAP": 0.0025}
+
+
+def _restore(dask_scheduler, old):
+    for a, v in old.items():
+        setattr(dask_scheduler, a, v)
+
+
+def rebalance_irregular(client, x):
+    """Pile the persisted inputs on one worker, then ``client.rebalance()`` them: the blocks
+    spread least-recently-inserted first until each worker holds about the same bytes, an
+    irregular placement no whole-relation partitioning matches."""
+    from distributed import futures_of
+    futs = [f for a in x.values() for f in futures_of(a)]
+
+    async def pile(dask_scheduler, keys):
+        return await _pile_then_loosen(dask_scheduler, keys)
+    old = client.run_on_scheduler(pile, keys=[f.key for f in futs])
+    try:
+        client.rebalance(futs)
+    finally:
+        client.run_on_scheduler(_restore, old=old)
+
+
+def placement_summary(client, x) -> str:
+    """Blocks per worker of the inputs ``x`` (for the log)."""
+    from distributed import futures_of
+    who = client.who_has([f for a in x.values() for f in futures_of(a)])
+    count = {}
+    for ws in who.values():
+        for w in ws:
+            count[w] = count.get(w, 0) + 1
+    return " ".join(str(count.get(w, 0)) for w in sorted(client.scheduler_info()["workers"]))
+
+
+def _sparse_mm(name, title, density, pattern, note=""):
+    full = dict(N=4800, M=800, b=200, bm=400, density=density, pattern=pattern)
+    quick = dict(N=1600, M=400, b=200, bm=200, density=density, pattern=pattern)
+    return Workload(name, title, "sparse", full, quick, _sparse_mm_inputs, matmul, needs=("matmul",),
+                    note=note or f"{density:.0%} of A's blocks, {pattern} rows; B dense",
+                    flops=_sparse_mm_flops)
+
+
+SPARSE = [
+    _sparse_mm(f"sp{round(100 * dens)}-{pat}", f"Block-sparse ({dens:.0%}, {pat}) × dense matmul", dens, pat)
+    for dens in (0.05, 0.30) for pat in ("random", "banded", "power-law")
+] + [
+    Workload("sp10-x-sp10", "Block-sparse × block-sparse matmul (10% × 10%, random)", "sparse",
+             dict(N=2400, M=2400, b=150, density=0.10, density_b=0.10),
+             dict(N=1200, M=1200, b=75, density=0.10, density_b=0.10), _sparse_mm_inputs, matmul,
+             needs=("matmul",), note="10% of A's and of B's blocks, random", flops=_sparse_mm_flops),
+    Workload("mm-rebalanced", "Dense matmul from persisted inputs after client.rebalance()", "sparse",
+             dict(I=2400, K=2400, J=2400, bi=6, bk=6, bj=6), dict(I=1200, K=1200, J=1200, bi=4, bk=4, bj=4),
+             _mm_inputs, matmul, needs=("matmul",), flops=_mm_flops, after_persist=rebalance_irregular,
+             note="inputs piled on one worker, then client.rebalance(): an irregular placement"),
+]
+
+
 SUITES = {
     "paper": [
         _mm("mm-general", "Matmul: two general matrices", dict(I=1600, K=1600, J=1600),
@@ -246,6 +356,7 @@ SUITES = {
         Workload("solve", "Blocked LU solve of (A + n I) X = B", "linalg", dict(N=4000, b=4, R=8),
                  dict(N=1200, b=3, R=8), _square_inputs, solve_general, contraction=False),
     ],
+    "sparse": SPARSE,
 }
 
 
@@ -287,15 +398,27 @@ def make_inputs(w: Workload, dims: dict, seed: int = 0) -> dict:
     """Fresh lazily-created dask_tra inputs (new names each call, identical values per seed)."""
     import dask_tra as dt
     out = {}
-    for i, (name, (shape, chunks, low, high)) in enumerate(sorted(w.inputs(dims).items())):
-        out[name] = dt.random.uniform(low, high, shape, chunks=chunks, seed=1000 * seed + i + 1)
+    for i, (name, spec) in enumerate(sorted(w.inputs(dims).items())):
+        shape, chunks, low, high = spec[:4]
+        if len(spec) > 4:  # block-sparse: uniform [0, 1) in the held blocks
+            sp = spec[4]
+            out[name] = dt.block_sparse_random(shape, chunks, sp["density"], seed=1000 * seed + i + 1,
+                                               pattern=sp.get("pattern", "random"))
+        else:
+            out[name] = dt.random.uniform(low, high, shape, chunks=chunks, seed=1000 * seed + i + 1)
     return out
 
 
 def describe_dims(w: Workload, dims: dict) -> str:
     specs = w.inputs(dims)
-    return ", ".join(f"{n} {'×'.join(map(str, s[0]))}" for n, s in sorted(specs.items()))
+    def one(n, s):
+        text = f"{n} {'×'.join(map(str, s[0]))}"
+        if len(s) > 4:
+            text += f" ({s[4]['density']:.0%} of {'×'.join(map(str, s[1]))} blocks, {s[4].get('pattern', 'random')})"
+        return text
+    return ", ".join(one(n, s) for n, s in sorted(specs.items()))
 
 
 def input_bytes(w: Workload, dims: dict) -> int:
-    return sum(8 * math.prod(s[0]) for s in w.inputs(dims).values())
+    """Dense bytes of the inputs (a block-sparse one: times its density)."""
+    return int(sum(8 * math.prod(s[0]) * (s[4]["density"] if len(s) > 4 else 1) for s in w.inputs(dims).values()))
