@@ -69,16 +69,18 @@ def test_compute_of_other_collections_is_dask_compute():
 
 
 def test_joint_outputs_are_the_plan_tasks_themselves():
-    """Each output block is the task computing it (no token tasks, no aliases), unless two
-    outputs are the same array."""
+    """Each output block is the task computing it (no token tasks, no aliases), under the keys
+    the array has alone; the same array twice is computed once."""
     _, _, (a, b, c) = shared_program()
     joint = dt.Joint(a, b, c)
     graph = dict(joint.__dask_graph__())
     outputs = list(flatten(joint.__dask_keys__()))
     assert len(outputs) == a.npartitions + b.npartitions + c.npartitions == 10
     assert not any(isinstance(graph[k], Alias) for k in outputs)
-    twice = dict(dt.Joint(a, a).__dask_graph__())
-    assert sum(isinstance(v, Alias) for v in twice.values()) == len(a.chunks[0])
+    twice = dt.Joint(a, a)
+    graph = dict(twice.__dask_graph__())
+    assert twice.__dask_keys__()[0] == twice.__dask_keys__()[1] == a.__dask_keys__()
+    assert not any(isinstance(v, Alias) for v in graph.values())
 
 
 def test_persist_of_several_arrays_gives_persisted_relarrays():
@@ -95,3 +97,14 @@ def test_joint_refuses_what_is_not_an_array():
         dt.Joint(dt.ones(3), np.ones(3))
     with pytest.raises(ValueError, match="at least one"):
         dt.Joint()
+
+
+def test_block_sparse_arrays_keep_their_holes_through_compute_and_persist():
+    a = dt.block_sparse_random((40, 30), chunks=10, density=0.3, seed=4)
+    b = dt.random.uniform(-1, 1, (30, 20), chunks=10, seed=5)
+    z = a @ b
+    za, zz = dt.compute(a, z, scheduler="sync")
+    np.testing.assert_allclose(zz, za @ b.compute())
+    pa, pz = dt.persist(a, z, scheduler="sync")
+    assert pa.nnzblocks == a.nnzblocks < a.npartitions and pz.nnzblocks == z.nnzblocks
+    np.testing.assert_allclose(pz.compute(), zz)

@@ -110,3 +110,15 @@ def test_on_a_local_cluster_two_phase_is_exact_and_measured(client, force):
     assert m.bytes_moved == m.predicted_bytes, (m.bytes_moved, m.predicted_bytes)
     if force:
         assert [o.strategy for o in z.explain().operators] == ["two-phase"]
+
+
+def test_the_example_runs_and_checks_itself(capsys):
+    """examples/block_sparse.py at a small size (it asserts NumPy's result and measured ==
+    predicted bytes for every plan)."""
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).parent.parent / "examples" / "block_sparse.py"))
+    example["main"](n=1000, k=1000, m=500, block=125, density=0.1)
+    out = capsys.readouterr().out
+    assert "two-phase" in out and "moved (= predicted)" in out

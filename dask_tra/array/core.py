@@ -67,15 +67,14 @@ class RelArray(ArrayMethods, DaskCollection):
             return super().__dask_keys__()
         return [(self.name,) + k for k in sorted(t.keys)]
 
-    def __dask_postcompute__(self):
-        finalize = super().__dask_postcompute__()
+    def _finalizer(self) -> tuple:
         t = self.sparse_expr.type
         if t.keys is None:
-            return finalize
+            return super()._finalizer()
         return assemble_held, (sorted(t.keys), self.chunks, self.dtype, t.backend)
 
-    def __dask_postpersist__(self):
-        rebuild = super().__dask_postpersist__()
+    def _rebuilder(self) -> tuple:
+        rebuild = super()._rebuilder()
         if self.sparse_expr.type.keys is None:
             return rebuild
         return rebuild[0], (self.sparse_expr.type,) + rebuild[1][1:]  # persisted block-sparse

@@ -16,7 +16,7 @@ moving it where they need it: each forward intermediate is computed once.
 from __future__ import annotations
 
 from .core import RelArray
-from ..dask.collection import DaskCollection, _finalize
+from ..dask.collection import DaskCollection
 from ..dask.sources import fresh_name
 
 
@@ -44,11 +44,13 @@ class Joint(DaskCollection):
 
     @property
     def roots(self) -> tuple:
-        return tuple(a.expr for a in self.arrays)
+        return tuple(a.sparse_expr for a in self.arrays)
 
     @property
     def output_names(self) -> tuple:
-        return tuple(f"{self.name}-out{i}" for i in range(len(self.arrays)))
+        """Each array's own name: its blocks keep the keys they have when it is computed alone
+        (a block-sparse array's held blocks only)."""
+        return tuple(a.name for a in self.arrays)
 
     @property
     def array_type(self) -> type:
@@ -65,40 +67,27 @@ class Joint(DaskCollection):
         return self.planned(sites)[0].explain
 
     def __dask_keys__(self):
-        out = []
-        for a, name in zip(self.arrays, self.output_names):
-            numblocks = a.numblocks
-            if not numblocks:
-                out.append([(name,)])
-                continue
-
-            def nest(prefix, name=name, numblocks=numblocks):
-                if len(prefix) == len(numblocks):
-                    return (name,) + prefix
-                return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
-
-            out.append(nest(()))
-        return out
+        return [a.__dask_keys__() for a in self.arrays]
 
     def __dask_layers__(self):
-        return self.output_names
+        return tuple(dict.fromkeys(self.output_names))
 
-    def __dask_postcompute__(self):
-        return _finalize_all, (tuple(a.ndim for a in self.arrays),)
+    def _finalizer(self) -> tuple:
+        return _finalize_all, (tuple(a._finalizer() for a in self.arrays),)
 
-    def __dask_postpersist__(self):
-        return _rebuild_all, (tuple(a.expr.type for a in self.arrays), self.output_names)
+    def _rebuilder(self) -> tuple:
+        return _rebuild_all, (tuple(a._rebuilder() for a in self.arrays),)
 
     def __repr__(self):
         return f"dask_tra.Joint<{len(self.arrays)} outputs: " + ", ".join(f"{a.shape}" for a in self.arrays) + ">"
 
 
-def _finalize_all(results, ndims):
-    return tuple(_finalize(r, n) for r, n in zip(results, ndims))
+def _finalize_all(results, finalizers):
+    return tuple(f(r, *args) for r, (f, args) in zip(results, finalizers))
 
 
-def _rebuild_all(dsk, types, names, rename=None):
-    return tuple(RelArray._from_persisted(dsk, t, n) for t, n in zip(types, names))
+def _rebuild_all(dsk, rebuilders, rename=None):
+    return tuple(f(dsk, *args) for f, args in rebuilders)
 
 
 def only_arrays(args) -> bool:

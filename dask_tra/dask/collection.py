@@ -151,9 +151,10 @@ class DaskCollection(DaskMethodsMixin):
         return emit(roots, sources, where.workers, self.name.split("-")[-1], self.output_names)
 
     def _persisted_futures(self):
-        if self.expr.children:
+        (expr,) = self.roots
+        if expr.children:
             return None
-        src = self.sources[self.expr.name]
+        src = self.sources[expr.name]
         if not isinstance(src, PersistedSource) or not src.graph:
             return None
         return {(self.name,) + k: f for k, f in src.blocks.items()}
@@ -185,13 +186,21 @@ class DaskCollection(DaskMethodsMixin):
             from .. import diagnostics
 
             diagnostics.register(self._last_explain, computed=True)
-        return _finalize, (self.ndim,)
+        return self._finalizer()
 
     def __dask_postpersist__(self):
         if self._last_explain is not None:  # persisting: dask gathers no result
             from .. import diagnostics
 
             diagnostics.unregister_computed(self._last_explain)
+        return self._rebuilder()
+
+    def _finalizer(self) -> tuple:
+        """(function, args) turning the output blocks into the result (no side effects)."""
+        return _finalize, (self.ndim,)
+
+    def _rebuilder(self) -> tuple:
+        """(function, args) turning the persisted blocks into a collection (no side effects)."""
         return type(self)._from_persisted, (self.expr.type, self.name, self.device, lineage(self))
 
     def compute(self, **kwargs):

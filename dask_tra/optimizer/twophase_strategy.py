@@ -133,7 +133,9 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
         int(c.bytes_moved // max(agg.type.dtype.itemsize, 1)),
         site_in + nb @ partial + nb @ out,
         np.asarray(c.site_flops, float),
-        int(c.tasks),
+        # the products are folded into their site's pre-sum (emission fuses them): a task per
+        # partial, plus a final sum where a group has several (as ``symbolic.finish`` counts)
+        int(partial.sum()) + int((partial.sum(axis=1) > 1).sum()),
         present,
         {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops)},
         np.asarray(c.site_received, np.int64),
