@@ -40,7 +40,7 @@ def _keys(t) -> np.ndarray:
     """The keys relation type ``t`` holds, row-major."""
     if t.keys is not None:
         return present_keys(t)
-    return np.array(list(np.ndindex(*t.frontier)), np.int64).reshape(-1, t.key_arity)
+    return np.indices(t.frontier, np.int64).reshape(t.key_arity, -1).T
 
 
 def _rows(keys: np.ndarray, frontier) -> np.ndarray:
@@ -59,6 +59,8 @@ def applies(agg, views) -> bool:
     left, right = views
     if left is right and not left.free:
         return False  # one relation on both sides: its tuples would be counted as two
+    if not (left.type.key_arity and right.type.key_arity):
+        return False  # a single block: nothing to place
     if not (left.free and right.free) or left.type.keys is not None or right.type.keys is not None:
         return _products(agg.child, _keys(left.type), _keys(right.type)) <= MAX_JOIN_GROUPS
     return False
