@@ -308,6 +308,8 @@ def _steps(alt, cand, kind):
         out.append(f"  {what} {src}: {fmt_bytes(nbytes)}")
     if cand.detail.get("bside"):
         out.append(f"  (broadcasts the {cand.detail['bside']} input)")
+    if "placement" in cand.detail:
+        out.append(f"  placement: {cand.detail['placement']} (lineage-planned, per block product)")
     if "balance" in cand.detail:
         flops = ", ".join(f"{f / 1e6:.3g}" for f in cand.flops)
         out.append(f"  compute balance: busiest site / mean = {cand.detail['balance']:.2f} (MFLOP per site: {flops})")

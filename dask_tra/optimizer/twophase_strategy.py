@@ -21,6 +21,7 @@ inputs never pay for it, so planning a dense product stays independent of its bl
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import cast
 
 import numpy as np
@@ -110,7 +111,9 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
             rates=rates,
             **p.costs,
         )
-        plan = TwoPhasePlan(p.lin, s, fixed.join_sites, fixed.agg_sites, placement.homes, placement)
+        plan = TwoPhasePlan(
+            p.lin, s, fixed.join_sites, fixed.agg_sites, placement.homes, placement, strategy=fixed.strategy
+        )
     present, site_in = [], np.zeros(s, np.int64)
     for i, v in enumerate(views):
         need = _need(p, plan, i, s)
@@ -139,7 +142,7 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
         # partial, plus a final sum where a group has several (as ``symbolic.finish`` counts)
         int(partial.sum()) + int((partial.sum(axis=1) > 1).sum()),
         present,
-        {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops)},
+        {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops), "placement": plan.strategy},
         np.asarray(c.site_received, np.int64),
     )
 
@@ -149,9 +152,28 @@ def _best(p: _Problem, s: int, rates: Rates) -> TwoPhasePlan:
     whole-relation placements, costed in one model: the fastest predicted, then fewest bytes.
     (The greedy alone can trade bytes for balance and lose to a static rule: see ``twophase``.)"""
     kw = dict(tuple_sites=p.tuple_sites, rates=rates, **p.costs)
-    plans = [place_greedy(p.lin, s, objective=o, **kw) for o in ("seconds", "bytes")]
-    plans += [static_placement(p.lin, s, rule, **kw) for rule in ("output", "join", "owner")]
+    plans = [
+        replace(place_greedy(p.lin, s, objective=o, **kw), strategy=f"greedy, {o} first") for o in ("seconds", "bytes")
+    ]
+    plans += [static_placement(p.lin, s, rule, **kw) for rule in ("output", "join")]
+    plans += [q for i in range(len(p.views)) if (q := _owner(p, s, i, kw)) is not None]
     return min(plans, key=lambda q: (round(q.cost.seconds, 9), q.cost.bytes_moved))
+
+
+def _owner(p: _Problem, s: int, i: int, kw: dict) -> TwoPhasePlan | None:
+    """Owner computes, by input ``i``: each join group where its input-``i`` tuple is (lowest
+    replica), each aggregation group where most of its join groups are (lowest site on ties).
+    None if input ``i`` is not placed."""
+    held = p.tuple_sites[i]
+    if held is None:
+        return None
+    rows = held[p.lin.join_tuples[:, i]]
+    xs = np.where(rows.any(axis=1), rows.argmax(axis=1), 0).astype(np.int64)
+    votes = np.zeros((p.lin.n_agg, s), np.int64)
+    np.add.at(votes, (p.lin.join_agg, xs), 1)
+    ys = votes.argmax(axis=1).astype(np.int64)
+    c = evaluate_placement(p.lin, s, xs, ys, **kw)
+    return TwoPhasePlan(p.lin, s, xs, ys, c.homes, c, strategy=f"static-owner-{i}")
 
 
 def _need(p: _Problem, plan: TwoPhasePlan, i: int, s: int) -> np.ndarray:
