@@ -50,6 +50,7 @@ class Result:
     compute_s: list = field(default_factory=list)     # sum of task compute time (all workers)
     transfer_s: list = field(default_factory=list)    # sum of transfer time (all workers)
     plan_s: list = field(default_factory=list)        # client side: dask_tra's optimizer
+    plan_first_s: float | None = None                 # the same in the warm-up (plan not cached yet)
     emit_s: list = field(default_factory=list)        # client side: plan -> Dask graph
     task_kinds: dict = field(default_factory=dict)    # task name prefix -> count (last run)
     strategies: str = ""
@@ -256,6 +257,7 @@ class ClusterRunner:
                     return arrays
             else:
                 barrier = _identity
+        i_stream = client.run_on_scheduler(_stream_index)
         self.sampler.begin()
         t_wall0 = time.time()
         t0 = time.perf_counter()
@@ -296,7 +298,9 @@ class ClusterRunner:
                                if s["action"] == "compute")
         rec["transfer_s"] = sum(s["stop"] - s["start"] for t in stream for s in t["startstops"]
                                 if s["action"] == "transfer")
-        rec["balance"] = compute_balance(stream, self.workers)
+        # by the stream's append counter, not by time: a time window drops short tasks whose
+        # (worker-clock-corrected) start falls a few ms before it
+        rec["balance"] = compute_balance(client.run_on_scheduler(_stream_since, start_index=i_stream), self.workers)
         if with_checksum:
             sums = []
             for o in outs:
@@ -309,6 +313,14 @@ class ClusterRunner:
             rec["checksums"] = sums
         del outs, persisted, x, inputs
         return rec
+
+
+def _stream_index(dask_scheduler):
+    return dask_scheduler.plugins["task-stream"].index
+
+
+def _stream_since(dask_scheduler, start_index):
+    return dask_scheduler.plugins["task-stream"].collect(start_index=start_index)
 
 
 def compute_balance(stream, workers):
@@ -346,6 +358,8 @@ def run_cluster_competitor(runner, w, dims, competitor, repeat, reference=None, 
     if reference is not None:
         res.check = "ok" if checksums_equal(rec["checksums"], reference) else "DIFFERS"
     res.strategies = rec.get("strategies", "")
+    if not competitor.startswith("dask.array"):
+        res.plan_first_s = rec.get("plan_s")
     res.predicted_bytes = rec.get("predicted")
     res.predicted_peak = rec.get("predicted_peak")
     return res

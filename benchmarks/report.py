@@ -84,7 +84,8 @@ def text_table(results, suite=None):
 # -- suite sparse (issue 14): bytes, time and per-site compute balance ------------------------------
 
 SPARSE_COLUMNS = ["workload", "competitor", "time (median)", "min–max", "÷ dask.array", "moved (measured)",
-                  "predicted", "meas/pred", "compute balance", "planning", "tasks", "plan/strategy", "check"]
+                  "predicted", "meas/pred", "compute balance", "planning: warm-up / timed", "tasks", "plan/strategy",
+                  "check"]
 
 
 def fmt_bal(r):
@@ -102,12 +103,15 @@ def sparse_rows(results):
                 continue
             t, moved, single = r.median("times"), r.median("bytes_moved"), name in ("numpy", "torch")
             plan = r.median("plan_s") if r.plan_s else None
+            first = getattr(r, "plan_first_s", None)
+            plan_txt = "" if name.startswith("dask.array") or (plan is None and first is None) else \
+                f"{fmt_t(first)} / {fmt_t(plan)}"
             out.append([
                 wname, name, fmt_t(t), f"{min(r.times):.3f}–{max(r.times):.3f}",
                 "" if single else fmt_ratio(ratio(t, da_t)), "" if single else fmt_b(moved),
                 fmt_b(r.predicted_bytes) if r.predicted_bytes is not None else "",
                 fmt_ratio(ratio(moved, r.predicted_bytes)) if r.predicted_bytes else "",
-                "" if single else fmt_bal(r), fmt_t(plan) if plan else "",
+                "" if single else fmt_bal(r), plan_txt,
                 "" if r.tasks is None else str(r.tasks), r.strategies, r.check])
     return out
 
@@ -163,13 +167,17 @@ def sparse_targets(results, networked: bool):
     out.append(("dask_tra ≤ 0.5× dask.array's time at 5% density", "n/a" if not n else "met" if not slow else "missed",
                 ", ".join(slow) or f"all {n} ≤ 0.5×"))
     heavy, n = [], 0
-    for w in by:
+    for w in by:  # the warm-up's planning (no cached plan) or the timed runs', whichever is larger
+        r = by[w].get(AUTO)
         p, t = med(w, AUTO, "plan_s"), med(w, AUTO)
+        if p is not None and r.plan_first_s is not None:
+            p = max(p, r.plan_first_s)
         if p is not None and t:
             n += 1
             if p > 0.05 * t:
                 heavy.append(f"{w} {p / t:.1%}")
-    out.append(("planning ≤ 5% of the run (automatic plan)", "n/a" if not n else "met" if not heavy else "missed",
+    out.append(("planning ≤ 5% of the run (automatic plan; warm-up's planning, uncached, vs the median run)",
+                "n/a" if not n else "met" if not heavy else "missed",
                 ", ".join(heavy) or f"all {n} ≤ 5%"))
     off = []
     for w, comps in by.items():

@@ -298,7 +298,7 @@ SPARSE = [
 ] + [
     Workload("sp10-x-sp10", "Block-sparse × block-sparse matmul (10% × 10%, random)", "sparse",
              dict(N=2400, M=2400, b=150, density=0.10, density_b=0.10),
-             dict(N=1200, M=1200, b=75, density=0.10, density_b=0.10), _sparse_mm_inputs, matmul,
+             dict(N=1200, M=1200, b=100, density=0.10, density_b=0.10), _sparse_mm_inputs, matmul,
              needs=("matmul",), note="10% of A's and of B's blocks, random", flops=_sparse_mm_flops),
     Workload("mm-rebalanced", "Dense matmul from persisted inputs after client.rebalance()", "sparse",
              dict(I=2400, K=2400, J=2400, bi=6, bk=6, bj=6), dict(I=1200, K=1200, J=1200, bi=4, bk=4, bj=4),
