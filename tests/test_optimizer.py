@@ -1,7 +1,7 @@
 """The optimizer: Table 4, strategy choice, exact bytes, memory limits, chains vs greedy."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from dask_tra.ia import execute, project
 from dask_tra.optimizer import MemoryLimitError, plan
@@ -145,12 +145,18 @@ def test_skewed_chain_beats_sqrt_and_greedy():
 
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=3, max_size=4), st.sampled_from([2, 3, 4]))
+@example(blocks=[4, 2, 1, 1], s=4)  # greedy moves fewer bytes here, but onto one site: slower
 def test_whole_chain_never_worse_than_greedy(blocks, s):
     n = 64
     x = meta("X0", (n, n), blocks[0:2])
     for i in range(1, len(blocks) - 1):
         x = mm(x, meta(f"X{i}", (n, n), blocks[i:i + 2]))
-    assert plan(x, s).cost.bytes_moved <= plan(x, s, keep=1).cost.bytes_moved
+    whole, greedy = plan(x, s).cost, plan(x, s, keep=1).cost
+    # the objective is predicted seconds, ties to fewer bytes: never worse under it (bytes alone
+    # may be: greedy can put all the work on one site to save a few bytes)
+    assert whole.seconds <= greedy.seconds * (1 + 1e-9)
+    if whole.seconds >= greedy.seconds * (1 - 1e-9):
+        assert whole.bytes_moved <= greedy.bytes_moved
 
 
 def test_whole_chain_strictly_cheaper_than_greedy():
