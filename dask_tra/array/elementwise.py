@@ -16,6 +16,7 @@ import numpy as np
 
 from ..tra import Join, Transform
 from ..tra import kernels as K
+from ..tra.vjp import P, register_partials
 from .. import backends
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes
@@ -248,6 +249,37 @@ def round_values(v, decimals):
 
 def real_values(v):
     return npx(v).real(v)
+
+
+# their partial derivatives (autodiff's chain rule for the kernels applying them)
+
+
+def _ones_where(xp, cond):
+    return xp.where(cond, 1.0, 0.0)
+
+
+def _clip_partial(xp, v, lo, hi):
+    m = v == v
+    if lo is not None:
+        m = m & (v >= lo)
+    if hi is not None:
+        m = m & (v <= hi)
+    return _ones_where(xp, m)
+
+
+def _where_first(xp, c):
+    return _ones_where(xp, c != 0)
+
+
+def _where_second(xp, c):
+    return _ones_where(xp, c == 0)
+
+
+register_partials(real_values, (1,))
+register_partials(astype_values, (1,))
+register_partials(where_values, (0, P([0], _where_first), P([0], _where_second)))
+register_partials(clip_values, (P([0, 1, 2], _clip_partial), 0, 0))
+register_partials(round_values, (0, 0))
 
 
 def imag_values(v):

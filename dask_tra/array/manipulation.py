@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tra import Join
+from ..tra.vjp import register_partials
 from .elementwise import elementwise, subtract
 from .kernels import Op, Triangle, npx
 from .rechunk import run_chunks, take
@@ -78,6 +79,9 @@ def broadcast_like(v, template):
     """``v`` broadcast to the shape of the chunk ``template`` (a copy)."""
     xp = npx(v)
     return xp.array(xp.broadcast_to(v, tuple(template.shape)))
+
+
+register_partials(broadcast_like, (1, 0))
 
 
 def broadcast_arrays(*args):

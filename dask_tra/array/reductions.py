@@ -25,8 +25,9 @@ from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
 from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
+from ..tra.vjp import register_partials
 from .elementwise import elementwise, isnan, logical_not, not_equal
-from .kernels import ARRAY, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, dtype_of, npx
+from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, dtype_of, npx
 from .creation import asarray
 from .relations import axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
@@ -119,6 +120,9 @@ def quiet_divide(s, n):
     """``s / n``; an empty reduction (n = 0) gives NaN without a warning."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return s / n
+
+
+register_partials(quiet_divide, DIVIDE_PARTIALS)
 
 
 def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):

@@ -15,8 +15,9 @@ kernel's display name:
 - ``dask_tra/array/kernels.py``: the frontend's ``ElementwiseOp`` (NumPy ufuncs' partials;
   ``Transform(multiply[·,2])`` reads its baked scalar from the kernel's ``args``),
   ``ReduceChunk``, ``Permute``, ``Reshape``, the gather ``Take``, ``Concatenate``, ``Triangle``;
-- here: the partials of the frontend's own elementwise functions (``where``, ``clip``,
-  ``astype``, ...), and the dispatch (``transform_vjp``, ``join_vjp``).
+- ``dask_tra/array/elementwise.py``, ``reductions.py``, ``manipulation.py``: the partials of
+  the frontend's own functions on values (``where``, ``clip``, ``astype``, ...), next to them;
+- here: the dispatch (``transform_vjp``, ``join_vjp``).
 
 ``register_vjp`` adds rules for other kernel classes or kernels (e.g. a ``Custom`` kernel).
 Everything a rule puts in a kernel is a module-level function with its constants bound by
@@ -25,47 +26,11 @@ Everything a rule puts in a kernel is a module-level function with its constants
 
 from __future__ import annotations
 
-from ..array.elementwise import astype_values, clip_values, real_values, round_values, where_values
-from ..array.kernels import DIVIDE_PARTIALS, Pack
-from ..array.manipulation import broadcast_like
-from ..array.reductions import quiet_divide
+from ..array.kernels import Pack
 from ..tra import Join
 from ..tra.kernels import chain
 from ..tra.vjp import PARTIALS, P, Partial, Y, register_partials, register_vjp, vjp_for
 from .terms import GradError
-
-# ---------------------------------------------------------------- the frontend's elementwise functions
-
-
-def _ones_where(xp, cond):
-    return xp.where(cond, 1.0, 0.0)
-
-
-def _clip_partial(xp, v, lo, hi):
-    m = v == v
-    if lo is not None:
-        m = m & (v >= lo)
-    if hi is not None:
-        m = m & (v <= hi)
-    return _ones_where(xp, m)
-
-
-def _where_first(xp, c):
-    return _ones_where(xp, c != 0)
-
-
-def _where_second(xp, c):
-    return _ones_where(xp, c == 0)
-
-
-register_partials(quiet_divide, DIVIDE_PARTIALS)
-register_partials(real_values, (1,))
-register_partials(astype_values, (1,))
-register_partials(broadcast_like, (1, 0))
-register_partials(where_values, (0, P([0], _where_first), P([0], _where_second)))
-register_partials(clip_values, (P([0, 1, 2], _clip_partial), 0, 0))
-register_partials(round_values, (0, 0))
-
 
 # ---------------------------------------------------------------- dispatch
 
