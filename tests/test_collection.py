@@ -77,3 +77,17 @@ def test_to_dask_feeds_dask_array_operations(ab):
     assert z.name in d.__dask_graph__().layers  # the collection's layer exists
     np.testing.assert_allclose((d.T @ d + 1).compute(), (a @ b).T @ (a @ b) + 1)
     np.testing.assert_allclose(d.persist().compute(), a @ b)
+
+
+def test_keep_setting_changes_the_cached_plan():
+    """(A@B)@C on 3 sites: the whole-chain search (default keep) beats greedy (keep=1); the plan
+    cache must not hand one's plan to the other."""
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.standard_normal((64, 64)) for _ in range(3))
+    z = (dt.from_array(a, chunks=16) @ dt.from_array(b, chunks=16)) @ dt.from_array(c, chunks=16)
+    whole = z.planned(sites=3)[0].cost
+    with dt.config.set(keep=1):
+        greedy = z.planned(sites=3)[0].cost
+    assert whole.bytes_moved < greedy.bytes_moved
+    assert z.planned(sites=3)[0].cost == whole
+    np.testing.assert_allclose(z.compute(), a @ b @ c)

@@ -323,6 +323,7 @@ def plan_cache_key(where, placements):
         where.count,
         where.workers,
         repr(config.get("force")),
+        config.get("keep"),
         where.memory_limit,
         current_rates(where),
         repr(sorted((n, sorted(p.items())) for n, p in placements.items())),
