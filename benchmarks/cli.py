@@ -165,6 +165,9 @@ def run(args):
         networked = not desc.startswith("loopback")
         print(f"[bench] cluster: {desc}")
         runner = ClusterRunner(client, lazy_inputs=args.inputs == "lazy")
+        from dask_tra.dask.rates import ensure_measured
+        rates = ensure_measured(client)  # what every plan of this run is costed with
+        print(f"[bench] time objective's rates (probed): {report.describe_rates(rates)}")
         try:
             for w in runnable:
                 dims = w.size(args.quick, large)
@@ -195,7 +198,7 @@ def run(args):
                 print(f"        ({time.time() - t_w:.0f}s)")
         finally:
             runner.close()
-    meta = dict(suite=args.suite, cluster=desc,
+    meta = dict(suite=args.suite, cluster=desc, rates=rates,
                 cluster_short=("loopback" if not networked else f"{args.workers} workers, {args.net}"),
                 command="python -m benchmarks " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("__main__.py")
                 else " ".join(sys.argv), quick=args.quick, repeat=repeat, inputs=args.inputs, workers=args.workers,

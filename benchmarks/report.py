@@ -368,13 +368,24 @@ def load(path):
     return results, data["meta"]
 
 
+def describe_rates(rates: dict) -> str:
+    return (f"bandwidth {rates['bandwidth'] / 1e6:.1f} MB/s per worker, {rates['task_overhead'] * 1e3:.2f} ms per task, "
+            f"{rates['flop_rate'] / 1e9:.1f} GFLOP/s per worker")
+
+
+def rates_line(meta) -> str:
+    """The rates the plans were costed with (``dask_tra.dask.rates``), probed on the run's cluster."""
+    rates = meta.get("rates")
+    return f"- time objective's rates (probed on this cluster): {describe_rates(rates)}" if rates else "- rates: not recorded"
+
+
 def write_sparse(results, meta, out_dir, label, networked):
     ts = sparse_targets(results, networked)
     md = [f"# Benchmark results: {label} (suite sparse, issue 14)", "", f"- cluster: {meta['cluster']}",
           f"- command: `{meta['command']}`", f"- sizes: {'quick' if meta['quick'] else 'full'}, "
           f"inputs {meta.get('inputs', 'persisted')}; repeat {meta['repeat']} after a warm-up; load average "
           f"before/after: {meta['load_before']} / {meta['load_after']}",
-          f"- total benchmark time: {meta['elapsed']:.0f}s",
+          f"- total benchmark time: {meta['elapsed']:.0f}s", rates_line(meta),
           "- compute balance: max / mean over the workers of each worker's summed task compute time in the "
           "timed run (task stream; an idle worker counts 0; 1.00 = even). planning: dask_tra's optimizer, "
           "client side, inside the timed run. n/a: the optimizer does not offer that forced strategy there.", "",
@@ -399,7 +410,7 @@ def write(results, meta, out_dir, label, networked):
     md = [f"# Benchmark results: {label}", "", f"- cluster: {meta['cluster']}",
           f"- command: `{meta['command']}`", f"- sizes: {'quick' if meta['quick'] else 'full'}, "
           f"inputs {meta.get('inputs', 'persisted')}; repeat {meta['repeat']} after a warm-up; load average before/after: {meta['load_before']} / "
-          f"{meta['load_after']}", f"- total benchmark time: {meta['elapsed']:.0f}s", "",
+          f"{meta['load_after']}", f"- total benchmark time: {meta['elapsed']:.0f}s", rates_line(meta), "",
           "## Summary", "", summary_table(results), "", "## All competitors", "", markdown_table(results), "", "## Targets", "", targets_markdown(ts), "",
           "## Where the time goes (cluster competitors, medians)", "", profile_table(results, meta["workers"]), "",
           "## Tasks by kind (one timed run)", "", task_kinds_table(results), ""]
