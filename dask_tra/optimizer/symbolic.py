@@ -436,7 +436,11 @@ def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
     moved = int(nb @ (partial & ~home).sum(axis=1))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
-    return home, moved, paper, tasks + int((counts > 1).sum()), "two-phase"
+    # one final task per group made of several partials; the partial already at its home is read
+    # once there, so emission fuses it into that task
+    multi = counts > 1
+    tasks += int(multi.sum()) - int((multi & (partial & home).any(axis=1)).sum())
+    return home, moved, paper, tasks, "two-phase"
 
 
 def partials_in(partial, home, out_type) -> np.ndarray:
