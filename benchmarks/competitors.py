@@ -51,6 +51,7 @@ class Result:
     transfer_s: list = field(default_factory=list)    # sum of transfer time (all workers)
     plan_s: list = field(default_factory=list)        # client side: dask_tra's optimizer
     plan_first_s: float | None = None                 # the same in the warm-up (plan not cached yet)
+    greedy_first_s: float | None = None               # of which the two-phase greedy (warm-up)
     emit_s: list = field(default_factory=list)        # client side: plan -> Dask graph
     task_kinds: dict = field(default_factory=dict)    # task name prefix -> count (last run)
     strategies: str = ""
@@ -143,11 +144,11 @@ def checksums_equal(a, b, rtol=1e-6):
 # -- client-side timers -------------------------------------------------------------------
 
 class ClientTimers:
-    """Time spent in dask_tra's optimizer and graph emission (wraps the functions its Dask
-    collection calls; does nothing if those names move)."""
+    """Time spent in dask_tra's optimizer and graph emission, and the part of planning the
+    two-phase greedy takes (wraps the functions that do it; does nothing if those names move)."""
 
     def __init__(self):
-        self.plan_s = self.emit_s = 0.0
+        self.plan_s = self.emit_s = self.greedy_s = 0.0
         self.saved = []
 
     def _wrap(self, mod, name, attr):
@@ -173,6 +174,10 @@ class ClientTimers:
                 continue
             self._wrap(mod, plan_fn, "plan_s")
             self._wrap(mod, "emit", "emit_s")
+        try:  # the greedy placement and its rivals (``twophase_strategy.cost`` calls ``_best``)
+            self._wrap(importlib.import_module("dask_tra.optimizer.twophase_strategy"), "_best", "greedy_s")
+        except ImportError:
+            pass
         return self
 
     def __exit__(self, *exc):
@@ -276,7 +281,7 @@ class ClusterRunner:
         t_wall1 = time.time()
         peak, peak_rss = self.sampler.end()
         rec = dict(wall=wall, submit=t_submit, bytes=m.bytes_moved, complete=m.complete,
-                   peak=peak, peak_rss=peak_rss, plan_s=ct.plan_s, emit_s=ct.emit_s)
+                   peak=peak, peak_rss=peak_rss, plan_s=ct.plan_s, emit_s=ct.emit_s, greedy_s=ct.greedy_s)
         if not competitor.startswith("dask.array"):
             # the plans' own bytes: m.predicted_bytes would add the gather of a compute(), which
             # persist does not do (dask calls __dask_postcompute__ for persist too)
@@ -360,6 +365,7 @@ def run_cluster_competitor(runner, w, dims, competitor, repeat, reference=None, 
     res.strategies = rec.get("strategies", "")
     if not competitor.startswith("dask.array"):
         res.plan_first_s = rec.get("plan_s")
+        res.greedy_first_s = rec.get("greedy_s")
     res.predicted_bytes = rec.get("predicted")
     res.predicted_peak = rec.get("predicted_peak")
     return res
