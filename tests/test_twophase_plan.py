@@ -84,6 +84,23 @@ def test_dense_lazy_inputs_never_pay_for_a_lineage(monkeypatch):
     assert "two-phase" not in _matmul(x @ a[:100, :50]).candidates
 
 
+def test_dense_chains_pay_for_a_lineage_only_where_an_input_is_placed():
+    """A dense intermediate is laid out by the whole-relation strategies themselves: the product
+    reading it gets no two-phase candidate unless its other side is data already placed."""
+    from dask_tra.optimizer import plan
+
+    a, b, c = (dt.random.uniform(-1, 1, (60, 60), chunks=15, seed=i) for i in range(3))
+    e = ((a @ b) @ c).expr
+
+    def two_phase_at(placements):
+        ops = [o for o in plan(e, 4, placements=placements).explain.operators if o.kind == "matmul"]
+        return ["two-phase" in o.candidates for o in ops]
+
+    assert two_phase_at(None) == [False, False]
+    placed_c = {c.expr.name: {(i, j): [(i + j) % 4] for i in range(4) for j in range(4)}}
+    assert two_phase_at(placed_c) == [False, True]
+
+
 @pytest.fixture(scope="module")
 def client():
     with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \

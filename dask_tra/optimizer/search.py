@@ -160,7 +160,7 @@ def views_of(alts, present=None) -> list:
     for a in alts:
         if id(a) not in made:
             p = a.layout if present is None or a.free else present[id(a)]
-            made[id(a)] = View(a.node.type, a.layout, p, a.free)
+            made[id(a)] = View(a.node.type, a.layout, p, a.free, a.placement is not None)
     return [made[id(a)] for a in alts]
 
 

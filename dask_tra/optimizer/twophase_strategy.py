@@ -12,10 +12,12 @@ one made first at its home), a ``LocalJoin`` computing each product at its one s
 pre-sum per site, the partials shuffled to their group's site and summed there.
 
 Considered when it can beat the whole-relation strategies and its lineage is small: an input
-is block-sparse or already placed (persisted data, whose placement may be irregular), the
-two sides are different relations, and there are at most ``MAX_JOIN_GROUPS`` block products.
-Planning is then linear in the lineage (the greedy's ``O(N_g N_s N̄_j)``); dense lazily made
-inputs never pay for it, so planning a dense product stays independent of its block count.
+is block-sparse or an input already placed on the cluster (persisted data, whose placement may
+be irregular), the two sides are different relations, and there are at most
+``MAX_JOIN_GROUPS`` block products. Planning is then linear in the lineage (the greedy's
+``O(N_g N_s N̄_j)``); dense inputs made by the plan and dense intermediates (laid out by the
+whole-relation strategies themselves) never pay for it, so planning a dense product or chain
+stays independent of its block count.
 """
 
 from __future__ import annotations
@@ -62,9 +64,9 @@ def applies(agg, views) -> bool:
         return False  # one relation on both sides: its tuples would be counted as two
     if not (left.type.key_arity and right.type.key_arity):
         return False  # a single block: nothing to place
-    if not (left.free and right.free) or left.type.keys is not None or right.type.keys is not None:
+    if left.placed or right.placed or left.type.keys is not None or right.type.keys is not None:
         return _products(agg.child, _keys(left.type), _keys(right.type)) <= MAX_JOIN_GROUPS
-    return False
+    return False  # dense, made by this plan: its layouts are the whole-relation strategies' own
 
 
 class _Problem:
