@@ -110,9 +110,15 @@ def all_layout(frontier, s) -> np.ndarray:
 
 
 def sitemap_layout(mapping: dict, frontier, s) -> np.ndarray:
+    """The layout of an explicit placement ``{key: sites}`` (one NumPy call for all keys: this is
+    on every replanning of persisted inputs)."""
     m = np.zeros((math.prod(frontier), s), bool)
-    for k, sites in mapping.items():
-        m[np.ravel_multi_index(k, frontier) if k else 0, list(sites)] = True
+    pairs = [(k, t) for k, sites in mapping.items() for t in sites]
+    if not pairs:
+        return m
+    keys = np.array([k for k, _ in pairs], np.int64).reshape(len(pairs), len(frontier))
+    rows = np.ravel_multi_index(tuple(keys.T), tuple(frontier)) if len(frontier) else np.zeros(len(pairs), np.int64)
+    m[rows, [t for _, t in pairs]] = True
     return m
 
 
@@ -194,13 +200,15 @@ def single(layout) -> bool:
 @dataclass
 class View:
     """A planned relation as a consumer sees it: its type, where it canonically is (``layout``),
-    where copies of it already sit (``present``, a superset: moves by other consumers), and
-    whether it is a free input (a strategy may lay it out at no cost)."""
+    where copies of it already sit (``present``, a superset: moves by other consumers), whether
+    it is a free input (a strategy may lay it out at no cost) and whether it is an input already
+    placed on the cluster (persisted: its placement is whatever earlier work left)."""
 
     type: RelationType
     layout: np.ndarray
     present: np.ndarray
     free: bool = False
+    placed: bool = False
 
 
 @dataclass
