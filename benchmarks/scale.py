@@ -145,6 +145,8 @@ def run(args):
             Client(cl) as client:
         from dask_tra.dask.rates import ensure_measured
         ensure_measured(client)  # the one-off probe of the cluster's rates is not planning time
+        # the workers import what both systems' tasks unpickle before the first timed row
+        client.run(lambda: [__import__(m) for m in ("dask_tra", "dask.array")])
         out["iteration"] = iteration_rows(client)
         out["depth"] = depth_row(client)
         out["reuse"] = reuse_rows(client)
