@@ -129,6 +129,10 @@ def test_rates_are_measured_once_on_the_cluster(client):
     measured = rates.measure(client)
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
     assert all(np.isfinite(v) and v > 0 for v in measured.values())
+    # every worker of this LocalCluster is on this host: each thread's share of its cores
+    import os
+    threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values())
+    assert rates.core_share(client) == pytest.approx(min(1.0, len(os.sched_getaffinity(0)) / threads))
     rates._measured.clear()
     x = dt.random.random((400, 400), chunks=100, seed=4)
     e = (x @ x).explain()

@@ -7,7 +7,9 @@
   each pinned to a worker as a plan's tasks are (pinned tasks skip the scheduler's queue of
   root tasks, so timing unpinned ``client.map`` calls measured round trips instead: 6 ms per
   task at 250 Mbit/s against 0.6 ms in a graph);
-- compute rate: a 512³ float64 matmul on one worker.
+- compute rate: a 512³ float64 matmul on one worker, scaled by the share of a core each worker
+  thread gets when every worker computes (a host whose worker threads outnumber its cores, such
+  as a LocalCluster of 4 workers on 2 cores, gives each about half its solo rate).
 
 About half a second, once per client and set of workers; ``dask_tra.config`` values win over
 measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
@@ -60,6 +62,25 @@ def _matmul_seconds(n):
     return time.perf_counter() - t0
 
 
+def _host_cores():
+    import os
+    import socket
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return socket.gethostname(), cores or 1
+
+
+def core_share(client) -> float:
+    """The smallest, over hosts, of cores ÷ worker threads on that host (at most 1)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    hosts = client.run(_host_cores)
+    threads, cores = {}, {}
+    for w, (host, n) in hosts.items():
+        threads[host] = threads.get(host, 0) + int(info.get(w, {}).get("nthreads", 1))
+        cores[host] = n
+    return min((min(1.0, cores[h] / threads[h]) for h in threads), default=1.0)
+
+
 def measure(client) -> dict:
     """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
     workers = sorted(client.scheduler_info()["workers"])
@@ -80,7 +101,7 @@ def measure(client) -> dict:
     out["task_overhead"] = marginal if marginal > 0 else large / 500  # noise: the mean, an upper bound
     n = 512
     secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
-    out["flop_rate"] = 2 * n**3 / max(secs, 1e-6)
+    out["flop_rate"] = 2 * n**3 / max(secs, 1e-6) * core_share(client)
     return out
 
 
