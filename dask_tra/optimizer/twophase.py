@@ -624,8 +624,15 @@ class _State:
         return ~self.present[tuples] & ~unhomed[:, None]
 
     def bring(self, tuples: np.ndarray, site: int) -> int:
+        moved = self.copy_to(np.unique(tuples).tolist(), site)
+        self.recv_f[site] += moved
+        return moved
+
+    def copy_to(self, tuples: list, site: int) -> int:
+        """Distinct ``tuples`` present at ``site`` (a free one homed there); the bytes sent. The
+        caller counts them into ``recv_f``."""
         moved = 0
-        for t in np.unique(tuples).tolist():
+        for t in tuples:
             if self.present[t, site]:
                 continue
             homed = bool(self.p.free[t] and self.home[t] < 0)
@@ -635,7 +642,6 @@ class _State:
                 moved += int(self.p.tb[t])
             self.present[t, site] = True
             self.log.append((t, site, homed))
-        self.recv_f[site] += moved
         return moved
 
 
@@ -671,7 +677,7 @@ def _rule2_joins(st: _State, js: np.ndarray, af: float, ob: int, bytes_first: bo
         if any(cnt):  # a new partial site of g: one more partial will move (tie-break)
             moved = [moved[i] + (ob if cnt[i] == 0 else 0) for i in range(s)]
         site = _argmin_small(cost, moved, bytes_first)
-        got = _bring_one(st, tup, site)
+        got = st.copy_to(sorted(set(tup)), site)
         recv_f[site] += got
         b2 += got
         flops_j[site] += fj + (af if cnt[site] else 0.0)
@@ -680,22 +686,6 @@ def _rule2_joins(st: _State, js: np.ndarray, af: float, ob: int, bytes_first: bo
         xj[n_] = site
     st.recv_f[:], st.flops_j[:] = recv_f, flops_j
     return np.asarray(cnt, np.int64), b2, xj
-
-
-def _bring_one(st: _State, tuples: list, site: int) -> int:
-    """``_State.bring`` of a few tuples, without touching ``recv_f`` (the caller adds the bytes)."""
-    moved = 0
-    for t in set(tuples):
-        if st.present[t, site]:
-            continue
-        homed = bool(st.p.free[t] and st.home[t] < 0)
-        if homed:
-            st.home[t] = site
-        else:
-            moved += int(st.p.tb[t])
-        st.present[t, site] = True
-        st.log.append((t, site, homed))
-    return moved
 
 
 def _argmin_small(cost: list, moved: list, bytes_first: bool) -> int:
