@@ -93,6 +93,20 @@ def fmt_bal(r):
     return "-" if v is None else f"{v:.2f}"
 
 
+def _share_target(by, part, label, share=0.05):
+    """A target row: ``part(result)`` (seconds, or None) ≤ ``share`` of the automatic plan's median run."""
+    heavy, n = [], 0
+    for w, comps in by.items():
+        r = comps.get(AUTO)
+        p = part(r) if r is not None and r.ok else None
+        t = r.median("times") if p is not None else None
+        if p is not None and t:
+            n += 1
+            if p > share * t:
+                heavy.append(f"{w} {p / t:.1%}")
+    return (label, "n/a" if not n else "met" if not heavy else "missed", ", ".join(heavy) or f"all {n} ≤ {share:.0%}")
+
+
 def sparse_rows(results):
     out = []
     for wname, comps in _by(results).items():
@@ -167,30 +181,14 @@ def sparse_targets(results, networked: bool):
                 slow.append(f"{w} {r:.2f}×")
     out.append(("dask_tra ≤ 0.5× dask.array's time at 5% density", "n/a" if not n else "met" if not slow else "missed",
                 ", ".join(slow) or f"all {n} ≤ 0.5×"))
-    heavy, n = [], 0
-    for w in by:  # the warm-up's planning (no cached plan) or the timed runs', whichever is larger
-        r = by[w].get(AUTO)
-        p, t = med(w, AUTO, "plan_s"), med(w, AUTO)
-        if p is not None and r.plan_first_s is not None:
-            p = max(p, r.plan_first_s)
-        if p is not None and t:
-            n += 1
-            if p > 0.05 * t:
-                heavy.append(f"{w} {p / t:.1%}")
-    out.append(("planning ≤ 5% of the run (automatic plan; warm-up's planning, uncached, vs the median run)",
-                "n/a" if not n else "met" if not heavy else "missed",
-                ", ".join(heavy) or f"all {n} ≤ 5%"))
-    heavy, n = [], 0
-    for w in by:  # the two-phase greedy's part of the warm-up's planning
-        r = by[w].get(AUTO)
-        g, t = getattr(r, "greedy_first_s", None) if r is not None else None, med(w, AUTO)
-        if g is not None and t:
-            n += 1
-            if g > 0.05 * t:
-                heavy.append(f"{w} {g / t:.1%}")
-    out.append(("the two-phase greedy's planning ≤ 5% of the run (warm-up, uncached, vs the median run)",
-                "n/a" if not n else "met" if not heavy else "missed",
-                ", ".join(heavy) or f"all {n} ≤ 5%"))
+    def planning(r):  # the warm-up's planning (no cached plan) or the timed runs', whichever is larger
+        p = r.median("plan_s") if r.plan_s else None
+        return max(p, r.plan_first_s) if p is not None and r.plan_first_s is not None else p
+
+    out.append(_share_target(by, planning, "planning ≤ 5% of the run (automatic plan; warm-up's planning, "
+                                           "uncached, vs the median run)"))
+    out.append(_share_target(by, lambda r: getattr(r, "greedy_first_s", None),
+                             "the two-phase greedy's planning ≤ 5% of the run (warm-up, uncached, vs the median run)"))
     off = []
     for w, comps in by.items():
         for c, r in comps.items():
