@@ -11,13 +11,15 @@
   thread gets when every worker computes (a host whose worker threads outnumber its cores, such
   as a LocalCluster of 4 workers on 2 cores, gives each about half its solo rate).
 
-About half a second, once per client and set of workers; ``dask_tra.config`` values win over
+Under a second, once per client and set of workers; ``dask_tra.config`` values win over
 measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
 uses the defaults of ``optimizer.Rates`` instead of measuring.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 
 import numpy as np
@@ -63,9 +65,6 @@ def _matmul_seconds(n):
 
 
 def _host_cores():
-    import os
-    import socket
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return socket.gethostname(), cores or 1
 
