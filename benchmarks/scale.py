@@ -144,9 +144,9 @@ def run(args):
     with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None) as cl, \
             Client(cl) as client:
         from dask_tra.dask.rates import ensure_measured
-        ensure_measured(client)  # the one-off probe of the cluster's rates is not planning time
-        # the workers import what both systems' tasks unpickle before the first timed row
-        client.run(lambda: [__import__(m) for m in ("dask_tra", "dask.array")])
+        # the one-off probe of the cluster's rates is not planning time (it also has every worker
+        # import dask_tra, and so dask.array, before the first timed row)
+        ensure_measured(client)
         out["iteration"] = iteration_rows(client)
         out["depth"] = depth_row(client)
         out["reuse"] = reuse_rows(client)

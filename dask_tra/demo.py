@@ -18,6 +18,7 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     from distributed import Client, LocalCluster
 
     import dask_tra as dt
+    from .dask.rates import ensure_measured
     from .optimizer.explain import fmt_bytes
 
     if scheduler:
@@ -26,6 +27,7 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
     n = len(client.scheduler_info(n_workers=-1)["workers"])
+    ensure_measured(client)  # the one-off probe of the cluster (workers import dask_tra) is not a product's time
     print(f"dask_tra demo on {n} workers (dashboard: {client.dashboard_link})\n")
     header = (
         f"{'shape':18s} {'I×K×J':>18s} {'strategy':>10s} {'predicted':>11s} {'measured':>11s} "

@@ -38,6 +38,12 @@ def _nbytes(x):
     return int(x.nbytes)
 
 
+def _noop(i):
+    """A task that does nothing; being dask_tra's, the warm-up graph makes each worker import
+    dask_tra (as every plan's tasks need) before anything is timed."""
+    return i
+
+
 def _pinned_graph_seconds(client, workers, n) -> float:
     """Wall time of one graph of ``n`` no-op tasks pinned round-robin to ``workers`` (as a plan's
     tasks are) plus one task reading them all."""
@@ -47,7 +53,7 @@ def _pinned_graph_seconds(client, workers, n) -> float:
     from .sources import fresh_name
 
     name = fresh_name("tra-probe-overhead")
-    dsk = {(name, i): (int, i) for i in range(n)}
+    dsk = {(name, i): (_noop, i) for i in range(n)}
     dsk[(name, "all")] = (len, list(dsk))
     pins = Pins({k: [workers[i % len(workers)]] for i, k in enumerate(dsk)})
     layer = MaterializedLayer(dsk, annotations={"workers": pins, "allow_other_workers": False})
@@ -82,7 +88,7 @@ def core_share(client) -> float:
 
 def measure(client) -> dict:
     """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     out = {}
     if len(workers) >= 2:
         src, dst = workers[0], workers[1]
@@ -94,7 +100,7 @@ def measure(client) -> dict:
             took = time.perf_counter() - t0
             del block
         out["bandwidth"] = (16 << 20) / max(took, 1e-4)
-    _pinned_graph_seconds(client, workers, 20)  # warm-up
+    _pinned_graph_seconds(client, workers, max(20, len(workers)))  # warm-up: every worker imports dask_tra
     small, large = _pinned_graph_seconds(client, workers, 100), _pinned_graph_seconds(client, workers, 500)
     marginal = (large - small) / 400
     out["task_overhead"] = marginal if marginal > 0 else large / 500  # noise: the mean, an upper bound
