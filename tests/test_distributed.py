@@ -1,5 +1,7 @@
 """On a LocalCluster of 4 single-thread worker processes: exact results, placement held,
 measured bytes within 10% of the plan's prediction, the collection protocol, memory limits."""
+import os
+
 import numpy as np
 import pytest
 from distributed import futures_of, get_task_stream, progress, wait
@@ -130,7 +132,6 @@ def test_rates_are_measured_once_on_the_cluster(client):
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
     assert all(np.isfinite(v) and v > 0 for v in measured.values())
     # every worker of this LocalCluster is on this host: each thread's share of its cores
-    import os
     threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values())
     assert rates.core_share(client) == pytest.approx(min(1.0, len(os.sched_getaffinity(0)) / threads))
     rates._measured.clear()
