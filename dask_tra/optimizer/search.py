@@ -34,23 +34,9 @@ from ..tra.errors import TRAError
 from ..tra.kernels import Einsum
 from . import candidates as C
 from .cost import Rates
-from .strategies import is_contraction
+from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
 from ..ia.partitioning import part
-
-PREFERENCE = (
-    "local",
-    "bmm",
-    "cmm",
-    "rmm",
-    "copart",
-    "align-left",
-    "align-right",
-    "bcast-left",
-    "bcast-right",
-    "two-phase",
-    "shuffle",
-)
 
 
 class MemoryLimitError(TRAError):

@@ -27,6 +27,21 @@ from ..tra import expr as tra
 from .cost import evaluate_cost
 from .layout import Alt, align, broadcast, finish_aggregate, partitioned_by, place
 
+# Tie-breaking order when candidates cost the same; a new strategy is listed here.
+PREFERENCE = (
+    "local",
+    "bmm",
+    "cmm",
+    "rmm",
+    "copart",
+    "align-left",
+    "align-right",
+    "bcast-left",
+    "bcast-right",
+    "two-phase",
+    "shuffle",
+)
+
 
 def is_contraction(node) -> bool:
     """Σ over ⋈ whose join kernel distributes over an associative, commutative aggregation."""
