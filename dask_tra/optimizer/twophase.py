@@ -592,6 +592,14 @@ class _State:
         self.flops_a = np.zeros(s)
         self.tasks = p.lin.n_join + p.lin.n_agg
         self.log: list[tuple[int, int, bool]] = []  # (tuple, site, set home) for undo
+        # Python mirrors for the per-join-group loops (NumPy scalar indexing costs more than
+        # the arithmetic there); ``present_l``/``home_l`` change with ``present``/``home``
+        self.present_l: list[list[bool]] = self.present.tolist()
+        self.home_l: list[int] = self.home.tolist()
+        self.tb_l: list[int] = p.tb.tolist()
+        self.free_l: list[bool] = p.free.tolist()
+        self.jt_l: list[list[int]] = p.jt.tolist()
+        self.jf_l: list[float] = p.jf.tolist()
 
     def snapshot(self) -> tuple:
         return (self.recv_f.copy(), self.flops_j.copy(), self.recv_g.copy(), self.flops_a.copy(), self.tasks)
@@ -605,9 +613,9 @@ class _State:
             snap[4],
         )
         for t, site, homed in reversed(self.log):
-            self.present[t, site] = False
+            self.present[t, site] = self.present_l[t][site] = False
             if homed:
-                self.home[t] = -1
+                self.home[t] = self.home_l[t] = -1
         self.log.clear()
 
     def seconds(self) -> float:
@@ -632,15 +640,16 @@ class _State:
         """Distinct ``tuples`` present at ``site`` (a free one homed there); the bytes sent. The
         caller counts them into ``recv_f``."""
         moved = 0
+        present, home = self.present_l, self.home_l
         for t in tuples:
-            if self.present[t, site]:
+            if present[t][site]:
                 continue
-            homed = bool(self.p.free[t] and self.home[t] < 0)
+            homed = self.free_l[t] and home[t] < 0
             if homed:
-                self.home[t] = site
+                self.home[t] = home[t] = site
             else:
-                moved += int(self.p.tb[t])
-            self.present[t, site] = True
+                moved += self.tb_l[t]
+            self.present[t, site] = present[t][site] = True
             self.log.append((t, site, homed))
         return moved
 
@@ -650,29 +659,30 @@ def _rule2_joins(st: _State, js: np.ndarray, af: float, ob: int, bytes_first: bo
     order, updating ``st``. Returns (join groups per site, bytes moved, site per join group).
     The same costs and ties as Rule 1's vectorised ones, on Python scalars: with a handful of
     sites, NumPy calls per join group cost more than the arithmetic (planning time 2-3x)."""
-    p, r, s = st.p, st.p.rates, st.p.s
+    r, s = st.p.rates, st.p.s
     bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
-    tb, free, jf, present, home = p.tb, p.free, p.jf, st.present, st.home
+    tb, free, jt, jf, present, home = st.tb_l, st.free_l, st.jt_l, st.jf_l, st.present_l, st.home_l
     recv_f, flops_j = st.recv_f.tolist(), st.flops_j.tolist()
     rg_max, fa_max = int(st.recv_g.max()), float(st.flops_a.max())
     cnt, b2 = [0] * s, 0
+    sites = range(s)
     xj = np.empty(js.size, np.int64)
     for n_, j in enumerate(js.tolist()):
-        tup = p.jt[j].tolist()
+        tup = jt[j]
         moved = [0] * s
         for t in tup:  # as ``tb[tup] @ missing(tup)``: a tuple read twice counts twice
             if free[t] and home[t] < 0:
                 continue
-            row, nb = present[t].tolist(), int(tb[t])
-            for site in range(s):
+            row, nb = present[t], tb[t]
+            for site in sites:
                 if not row[site]:
                     moved[site] += nb
-        rf_max, fj_max, fj = max(recv_f), max(flops_j), float(jf[j])
+        rf_max, fj_max, fj = max(recv_f), max(flops_j), jf[j]
         cost = [
             (max(rf_max, recv_f[i] + moved[i]) + rg_max) / bw
             + (max(fj_max, flops_j[i] + fj + (af if cnt[i] else 0.0)) + fa_max) / fr
             + (st.tasks + (cnt[i] == 0)) * ov
-            for i in range(s)
+            for i in sites
         ]
         if any(cnt):  # a new partial site of g: one more partial will move (tie-break)
             moved = [moved[i] + (ob if cnt[i] == 0 else 0) for i in range(s)]
