@@ -38,6 +38,7 @@ from ..tra.kernels import Bound, first_axes, with_axis
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from ..tra.relation import ChunkAxis
 from .terms import GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of, zip_terms
+from ..tra.vjp import rjp_for
 from .vjp import join_vjp, transform_vjp
 
 
@@ -62,7 +63,11 @@ def rjp(node, cot: Term, active, ctx):
         return [(node.child, _tile(node, cot, ctx))]
     if isinstance(node, Concat):
         return [(node.child, _concat(node, cot, ctx))]
-    raise GradError(f"{node.describe()}: unknown TRA operator {type(node).__name__}")
+    rule = rjp_for(type(node))
+    if rule is None or len(node.children) != 1:
+        raise GradError(f"{node.describe()}: operator {type(node).__name__} has no registered RJP (register_rjp)")
+    g = rule(node, materialize(cot, node.type, ctx).expr)
+    return [(node.child, None if g is None else Term(g, _full(node.child)))]
 
 
 def _full(node):
@@ -192,7 +197,7 @@ def _reduction_max(node, cot, ctx):
 def rekey_structure(node):
     """For a ReKey that only permutes, drops or adds extent-1 key dims: per output dim, the
     input dim it copies (or None for a constant 0). None if the key map is anything else."""
-    src = node.source  # output key -> input key
+    src = node.sources  # output key -> input key
     fin = node.child.type.frontier
     kin, kout = len(fin), node.type.key_arity
     pairs = list(src.items())
@@ -225,7 +230,7 @@ def _rekey(node, cot, ctx):
             expr = ReKey(expr, KeyMap.selecting(keep))
         return Term(expr, tuple(mapping[cot.dims[i]] for i in keep))
     g = materialize(cot, node.type, ctx)
-    src = node.source
+    src = node.sources
     inverse = KeyMap.table(src, f"inverse({node.key_fn})")
     return Term(ReKey(g.expr, inverse), _full(node.child))
 

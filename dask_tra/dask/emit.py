@@ -27,7 +27,7 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..tra.dag import walk_many
-from ..tra.expr import Concat, Tile
+from ..tra.expr import Concat
 from ..tra.tasks import Data
 from .sources import Ref, is_future
 
@@ -50,7 +50,7 @@ def stage_name(node) -> str:
     if isinstance(node, LocalAggregate):
         return "localagg-" + ("concat" if isinstance(node.op, Concat) else _alpha(node.op.kernel.name))
     if isinstance(node, LocalMap):
-        return "localmap-" + _alpha(getattr(node.op, "kernel", None).name if hasattr(node.op, "kernel") else "tile")
+        return "localmap-" + _alpha(node.op.label)
     return node.kind
 
 
@@ -345,10 +345,8 @@ def _task(node, key, site, origin, avail, dk):
         return Task(dk, _fold, node.op.kernel, *map(TaskRef, refs)), refs
     if isinstance(node, LocalMap):
         refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
-        op = node.op
-        if isinstance(op, Tile):
-            return Task(dk, _tile, TaskRef(refs[0]), op.tile_dim, op.tile_size, key[-1]), refs
-        return Task(dk, op.kernel, TaskRef(refs[0])), refs
+        fn, *args = node.op.chunk_task(key)
+        return Task(dk, fn, TaskRef(refs[0]), *args), refs
     raise TypeError(f"cannot emit {node!r}")
 
 
@@ -409,12 +407,6 @@ def _concat(axis, *chunks):
     from ..tra.kernels import namespace
 
     return namespace(*chunks).concat(chunks, axis=axis)
-
-
-def _tile(chunk, dim, size, t):
-    index = [slice(None)] * chunk.ndim
-    index[dim] = slice(t * size, (t + 1) * size)
-    return chunk[tuple(index)]
 
 
 __all__ = ["emit", "Pins", "stage_name"]

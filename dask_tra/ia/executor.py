@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 
 from ..tra.errors import fmt_key
-from ..tra.executor import apply_kernel, check_relation
-from ..tra.expr import Concat, ReKey, Tile
+from ..tra.executor import apply_kernel, apply_map, check_relation
+from ..tra.expr import Concat
 from ..tra.kernels import namespace
 from .nodes import (
     Broadcast,
-    Expand,
     IANode,
     LocalAggregate,
     LocalFilter,
@@ -113,15 +112,5 @@ def _value(node: IANode, key: Any, site: int, origin: Any, res: Result, inputs: 
             acc = apply_kernel(node.op, node.op.kernel, (acc, c), key)
         return acc
     if isinstance(node, LocalMap):
-        src = node.source(key)
-        chunk = _at(node.child, src, site, res)
-        op = node.op
-        if isinstance(op, (Expand, ReKey)):
-            return chunk
-        if isinstance(op, Tile):
-            index = [slice(None)] * chunk.ndim
-            t = key[-1]
-            index[op.tile_dim] = slice(t * op.tile_size, (t + 1) * op.tile_size)
-            return chunk[tuple(index)]
-        return apply_kernel(op, op.kernel, (chunk,), key)
+        return apply_map(node.op, node.op, _at(node.child, node.source(key), site, res), key)
     raise TypeError(f"unknown IA node {node!r}")

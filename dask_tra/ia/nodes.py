@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..tra import expr as tra
@@ -289,82 +289,90 @@ class LocalFilter(IANode):
 
 class Expand:
     """insertDim/duplicate as a key function: place a key into a larger key space, copying the
-    tuple along every new dim (the RMM replication). ``positions[i]`` is the output dim of input dim i."""
+    tuple along every new dim (the RMM replication). ``positions[i]`` is the output dim of input dim i.
+    A tuple map of the IA only (``TupleMap``'s protocol, its type from the input's)."""
+
+    pure_copy = True
+    keeps_keys = False
+    flops = 0.0
 
     def __init__(self, positions: Iterable[int], frontier: Sequence[int]):
         self.positions, self.frontier = tuple(positions), tuple(frontier)
         self.new_dims = [d for d in range(len(frontier)) if d not in self.positions]
-        self.name = f"dup{self.new_dims}"
+        self.name = self.label = f"dup{self.new_dims}"
 
-    def keys(self, key: Key) -> Iterator[Key]:
+    def out_keys(self, key: Key) -> list[Key]:
+        out_keys = []
         for extra in itertools.product(*(range(self.frontier[d]) for d in self.new_dims)):
             out = [0] * len(self.frontier)
             for i, d in enumerate(self.positions):
                 out[d] = key[i]
             for d, v in zip(self.new_dims, extra):
                 out[d] = v
-            yield tuple(out)
+            out_keys.append(tuple(out))
+        return out_keys
 
     def source(self, key: Key) -> Key:
         return tuple(key[d] for d in self.positions)
 
+    def chunk_task(self, key: Key) -> None:
+        return None
+
+    def over(self, child: Any) -> Expand:
+        return self
+
+    def describe(self) -> str:
+        return self.name
+
     def type_of(self, t: RelationType) -> RelationType:
         mapping = dict(enumerate(self.positions))
-        keys = None if t.keys is None else frozenset(nk for k in t.keys for nk in self.keys(k))
+        keys = None if t.keys is None else frozenset(nk for k in t.keys for nk in self.out_keys(k))
         return RelationType(self.frontier, tuple(ax.relabel(mapping) for ax in t.axes), t.dtype, t.backend, keys)
 
 
 class LocalMap(IANode):
-    """λL: per-tuple map at each site. ``op`` is a unary TRA node (ReKey, Transform, Tile)
-    built over a placeholder, or an ``Expand`` (multi-map duplicating tuples into new key dims)."""
+    """λL: per-tuple map at each site. ``op`` is a ``TupleMap`` (a TRA per-tuple operator but
+    Filter, which is ``LocalFilter``) built over a placeholder, or an ``Expand`` (multi-map
+    duplicating tuples into new key dims)."""
 
     kind = "localmap"
 
-    def __init__(self, child: IANode, op: tra.ReKey | tra.Transform | tra.Tile | Expand):
+    def __init__(self, child: IANode, op: tra.TupleMap | Expand):
         super().__init__()
         self.children, self.child, self.s, self.op = (child,), child, child.s, op
         self.type = op.type_of(child.type) if isinstance(op, Expand) else op.type
-        self.pure_copy = isinstance(op, (Expand, tra.ReKey))  # data unchanged: no new origin
+        self.pure_copy = op.pure_copy  # data unchanged: no new origin
 
     def _compute_copies(self) -> dict[Any, Any]:
         out = {}
         for k, cs in self.child.copies.items():
-            for nk in self.out_keys(k):
+            for nk in self.op.out_keys(k):
                 # a map of one chunk is one chunk wherever it is computed: its origin follows
                 # the input's (a replica's map is a replica)
                 out[nk] = list(cs) if self.pure_copy else [(t, self.new_origin(nk, o[2])) for t, o in cs]
         return out
 
     def out_keys(self, key: Key) -> list[Key]:
-        op = self.op
-        if isinstance(op, Expand):
-            return list(op.keys(key))
-        if isinstance(op, tra.ReKey):
-            return [op.key_fn(key)]
-        if isinstance(op, tra.Tile):
-            return [key + (t,) for t in range(op.type.frontier[-1])]
-        return [key]
+        return self.op.out_keys(key)
 
     def source(self, key: Key) -> Key:
-        """Input key of an output key (every op here maps each output key from one input key)."""
-        op = self.op
-        if isinstance(op, Expand):
-            return op.source(key)
-        if isinstance(op, tra.ReKey):
-            return op.source[key]
-        if isinstance(op, tra.Tile):
-            return key[:-1]
-        return key
+        """Input key of an output key (every tuple map makes each output key from one input key)."""
+        return self.op.source(key)
 
     @property
     def name(self) -> str:
-        return self.op.name if isinstance(self.op, Expand) else self.op.describe()
+        return self.op.describe()
 
     def describe(self) -> str:
         return f"LocalMap({self.name})"
 
 
 IA_OPERATORS = (Placed, Broadcast, Shuffle, LocalJoin, LocalAggregate, LocalFilter, LocalMap)
+
+
+def local_map(child: IANode, op: tra.TupleMap | Expand) -> LocalMap:
+    """A ``LocalMap`` applying the same map as ``op`` (any tuple map, over any input) to ``child``."""
+    return LocalMap(child, op.over(_placeholder(child.type)))
 
 
 def transform(child: IANode, kernel: Kernel) -> LocalMap:

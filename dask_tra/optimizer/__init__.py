@@ -148,7 +148,7 @@ class _Totals:
     """A plan's exact cost summed operator by operator (``final_costs``), with the copies each
     operator leaves where its consumers find them (``present``).
 
-    A pure relabelling (ReKey, Filter) of a placed relation has its input's chunks (the IA
+    A pure relabelling (a tuple map that copies: ReKey, Filter) of a placed relation has its input's chunks (the IA
     keeps their origin): a copy of one moved to a site is a copy of the other there. Such an
     alternative's copies are kept on the relation it relabels (``same``)."""
 
@@ -185,7 +185,7 @@ class _Totals:
             if not a.free:
                 self._keep(a, p)
         child = alt.inputs[0]
-        if isinstance(alt.node, (tra.ReKey, tra.Filter)) and not child.free:
+        if getattr(alt.node, "pure_copy", False) and not child.free:
             base, rows = self.same.get(id(child), (id(child), None))
             own = relabel_rows(alt.node, child.node.type.frontier)
             self.same[id(alt)] = (base, own if rows is None else np.where(own >= 0, rows[own], -1))

@@ -52,11 +52,11 @@ def _own_token(node) -> bytes:
     elif isinstance(node, tra.Transform):
         own = repr(("Transform", _kernel_token(node.kernel)))
     elif isinstance(node, tra.ReKey):
-        own = repr(("ReKey", sorted(node.source.items())))
+        own = repr(("ReKey", sorted(node.sources.items())))
     elif isinstance(node, tra.Filter):
         own = "Filter"  # its key set is in its type
     else:
-        own = node.describe()  # Tile, Concat: parameters only
+        own = node.describe()  # Tile, Concat, new operators: parameters only (see TupleMap)
     return own.encode() + b"#" + _type_token(node.type)
 
 

@@ -20,7 +20,6 @@ import math
 import numpy as np
 
 from ..ia.partitioning import Grid, part
-from ..tra import expr as tra
 from . import twophase_strategy
 from .strategies import partition_vectors
 from .symbolic import (
@@ -323,28 +322,22 @@ def per_tuple(node, child, s, only=None) -> dict:
     base = mv.place(0, grid_layout(part(range(len(f)), f), f, s), "") if child.free else child.layout
     flops = np.zeros(s)
     tasks = 0
-    if isinstance(node, (tra.ReKey, tra.Filter)):
-        lay = relabelled(base, relabel_rows(node, f))
-    elif isinstance(node, tra.Transform):  # no task of its own: emission fuses it into its reader
-        lay = base
-        flops = _elements_at(child.type, base, s)
-    elif isinstance(node, tra.Tile):
-        lay = np.repeat(base, node.type.frontier[-1], axis=0)
-    else:
-        raise TypeError(node)
+    # no task of its own: emission fuses a map into its reader
+    lay = base if node.keeps_keys else relabelled(base, relabel_rows(node, f))
+    if node.flops:
+        flops = node.flops * _elements_at(child.type, base, s)
     nb = key_bytes(node.type)
     return {"local": Cand(lay, 0, 0, key_bytes(child.type) @ base + nb @ lay, flops, tasks, mv.present, {})}
 
 
 def relabel_rows(node, in_frontier) -> np.ndarray:
-    """For a pure relabelling (ReKey, Filter): per row of the output's layout, the row of the
-    input's it is (its key's source), -1 for a key the output does not hold."""
+    """For a tuple map: per row of the output's layout, the row of the input's its key is made
+    from (its source), -1 for a key the output does not hold."""
     out_type = node.type
     rows = np.full(math.prod(out_type.frontier), -1, np.int64)
     keys = list(out_type.iter_keys())
     if keys:
-        source = node.source.__getitem__ if isinstance(node, tra.ReKey) else tuple
-        src = np.array([source(k) for k in keys]).reshape(len(keys), -1)
+        src = np.array([node.source(k) for k in keys]).reshape(len(keys), -1)
         at = np.ravel_multi_index(src.T, in_frontier) if src.shape[1] else np.zeros(len(keys), np.int64)
         dst = (
             np.ravel_multi_index(np.array(keys).T, out_type.frontier)

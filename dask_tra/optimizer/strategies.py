@@ -13,7 +13,7 @@ has the papers' three matmul strategies plus EinDecomp partition vectors:
 
 Other operators: a Join alone can co-partition, broadcast either side, or align one side
 to the other's layout; an Aggregate alone is local (R2-4), two-phase (R2-5) or shuffled
-(Table 1); per-tuple operators (ReKey, Filter, Transform, Tile) never move data.
+(Table 1); per-tuple operators (``TupleMap``s: ReKey, Filter, Transform, Tile) never move data.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import itertools
 import math
 
 from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, part
-from ..ia.nodes import expand, rekey, tile, transform
+from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
 from .cost import evaluate_cost
 from .layout import Alt, align, broadcast, finish_aggregate, partitioned_by, place
@@ -192,19 +192,13 @@ def concat(node, child: Alt) -> dict:
 
 
 def per_tuple(node, child: Alt) -> dict:
-    """ReKey, Filter, Transform, Tile: run where the tuples are."""
+    """A tuple map (ReKey, Filter, Transform, Tile, ...): run where the tuples are."""
     base = (
         child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
     )
-    if isinstance(node, tra.ReKey):
-        return {"local": rekey(base, node.key_fn)}
     if isinstance(node, tra.Filter):
         return {"local": LocalFilter(base, node.predicate)}
-    if isinstance(node, tra.Transform):
-        return {"local": transform(base, node.kernel)}
-    if isinstance(node, tra.Tile):
-        return {"local": tile(base, node.tile_dim, node.tile_size)}
-    raise TypeError(node)
+    return {"local": local_map(base, node)}
 
 
 def _bytes(root):

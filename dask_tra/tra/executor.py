@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import ChunkShapeError, KernelError, TRAError, fmt_key
-from .expr import Aggregate, Concat, Expr, Filter, Input, Join, ReKey, Tile, Transform
-from .kernels import Kernel, namespace
+from .expr import Aggregate, Concat, Expr, Input, Join, TupleMap
+from .kernels import namespace
 from .relation import RelationType
 
 Rel = dict[tuple[int, ...], Any]  # {key: chunk}
@@ -45,21 +45,32 @@ def check_relation(rel: Mapping[tuple[int, ...], Any], type_: RelationType, who:
             )
 
 
-def apply_kernel(node: Any, kernel: Kernel, chunks: Sequence[Any], key: tuple[int, ...]) -> Any:
-    """Run a kernel, naming the operator and key if it raises or returns a wrong shape."""
+def apply_kernel(node: Any, kernel: Callable[..., Any], chunks: Sequence[Any], key: tuple[int, ...]) -> Any:
+    """Run a kernel (or a tuple map's chunk function), naming the operator and key if it raises
+    or returns a wrong shape."""
+    name = getattr(kernel, "name", None) or getattr(kernel, "__name__", repr(kernel))
     try:
         out = kernel(*chunks)
     except Exception as e:
-        raise KernelError(
-            f"{node.describe()}: kernel {kernel.name} raised {type(e).__name__}: {e} at key {fmt_key(key)}"
-        ) from e
+        where = f"at key {fmt_key(key)}"
+        raise KernelError(f"{node.describe()}: kernel {name} raised {type(e).__name__}: {e} {where}") from e
     want = node.type.chunk_shape(key)
     if tuple(out.shape) != want:
         raise ChunkShapeError(
-            f"{node.describe()}: kernel {kernel.name} returned shape "
+            f"{node.describe()}: kernel {name} returned shape "
             f"{tuple(out.shape)} at key {fmt_key(key)}, metadata says {want}"
         )
     return out
+
+
+def apply_map(node: Any, op: Any, chunk: Any, key: tuple[int, ...]) -> Any:
+    """The output chunk at ``key`` of the tuple map ``op`` (a ``TupleMap``, or the IA's ``Expand``;
+    run by ``node``) from its source chunk."""
+    spec = op.chunk_task(key)
+    if spec is None:
+        return chunk
+    fn, *args = spec
+    return apply_kernel(node, fn, (chunk, *args), key)
 
 
 def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
@@ -69,6 +80,8 @@ def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, An
         rel = {tuple(int(i) for i in k): v for k, v in inputs[node.name].items()}
         check_relation(rel, node.type, node.describe())
         return rel
+    if isinstance(node, TupleMap):
+        return {nk: apply_map(node, node, chunk, nk) for k, chunk in args[0].items() for nk in node.out_keys(k)}
     return _EVAL[type(node)](node, *args)
 
 
@@ -92,29 +105,6 @@ def _aggregate(node: Aggregate, rel: Rel) -> Rel:
     return out
 
 
-def _rekey(node: ReKey, rel: Rel) -> Rel:
-    return {nk: rel[k] for nk, k in node.source.items()}
-
-
-def _filter(node: Filter, rel: Rel) -> Rel:
-    return {k: v for k, v in rel.items() if node.predicate(k)}
-
-
-def _transform(node: Transform, rel: Rel) -> Rel:
-    return {k: apply_kernel(node, node.kernel, (v,), k) for k, v in rel.items()}
-
-
-def _tile(node: Tile, rel: Rel) -> Rel:
-    out: Rel = {}
-    n, size, dim = node.type.frontier[-1], node.tile_size, node.tile_dim
-    for k, v in rel.items():
-        for t in range(n):
-            index = [slice(None)] * v.ndim
-            index[dim] = slice(t * size, (t + 1) * size)
-            out[k + (t,)] = v[tuple(index)]
-    return out
-
-
 def _concat(node: Concat, rel: Rel) -> Rel:
     groups = defaultdict(list)
     for k in sorted(rel, key=lambda k: k[node.key_dim]):
@@ -122,13 +112,9 @@ def _concat(node: Concat, rel: Rel) -> Rel:
     return {g: namespace(*cs).concat(cs, axis=node.array_dim) for g, cs in groups.items()}
 
 
-# the apply function of each operator: (node, *child relations) -> relation
+# the apply function of each operator but the tuple maps: (node, *child relations) -> relation
 _EVAL: dict[type, Callable[..., Rel]] = {
     Join: _join,
     Aggregate: _aggregate,
-    ReKey: _rekey,
-    Filter: _filter,
-    Transform: _transform,
-    Tile: _tile,
     Concat: _concat,
 }

@@ -1,5 +1,8 @@
 """TRA expressions: seven small immutable operator nodes over tensor relations.
 
+The four per-tuple operators (ReKey, Filter, Transform, Tile) are ``TupleMap``s: the layers
+below know them by that protocol only, so a new per-tuple operator is one class.
+
 Each node computes its output ``RelationType`` when it is built, so ill-formed
 expressions fail at call time with an error naming the operator. Nodes compare
 by identity: reusing one node object is how a DAG shares a sub-expression.
@@ -10,7 +13,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -76,6 +79,53 @@ def _check_kernel(kernel: object, arity: int, who: str) -> None:
         raise TRAError(f"{who}: expected a Kernel, got {type(kernel).__name__}")
     if kernel.arity != arity:
         raise TRAError(f"{who}: kernel {kernel.name} takes {kernel.arity} chunks, needs {arity}")
+
+
+Key = tuple[int, ...]
+
+
+class TupleMap(Expr):
+    """A per-tuple operator: every output tuple is made from one input tuple, where it sits.
+
+    Layers below the TRA handle every subclass through this protocol alone (the IA's
+    ``LocalMap``, the optimizer's ``local`` strategy and its closed-form cost, emission and
+    both executors), so a new per-tuple operator is one class. A subclass computes ``type``
+    in its constructor, keeps its constructor's arguments after the child in ``params``, and
+    overrides what differs from an identity:
+
+    - ``out_keys(key)``: the output keys made from the input tuple at ``key``;
+    - ``source(key)``: the input key an output key is made from;
+    - ``chunk_task(key)``: ``(fn, *args)``, the output chunk at ``key`` being
+      ``fn(input chunk, *args)`` with ``fn`` module-level (tasks pickle); None when the chunk
+      passes through unchanged (then set ``pure_copy``: a relabelling makes no new data);
+    - ``flops``: flops of the chunk function per input element (the optimizer's compute term).
+
+    ``describe()`` must name every parameter: plans are cached by it and the type.
+    """
+
+    child: Expr
+    params: tuple = ()
+    pure_copy = False
+    keeps_keys = False  # out_keys(k) == [k] for every k (the optimizer skips relabelling)
+    flops = 0.0
+
+    def out_keys(self, key: Key) -> list[Key]:
+        return [key]
+
+    def source(self, key: Key) -> Key:
+        return key
+
+    def chunk_task(self, key: Key) -> tuple | None:
+        return None
+
+    def over(self, child: Expr) -> TupleMap:
+        """The same operator over another input of the same type."""
+        return cast(Any, type(self))(child, *self.params)
+
+    @property
+    def label(self) -> str:
+        """A short name for task keys and the dashboard."""
+        return type(self).__name__.lower()
 
 
 class Join(Expr):
@@ -190,12 +240,14 @@ class Aggregate(Expr):
         return f"Aggregate({list(self.group_by)},{self.kernel.name})"
 
 
-class ReKey(Expr):
+class ReKey(TupleMap):
     """ReKey(keyFunc): apply keyFunc to every key. Checks key uniqueness (it can break it)."""
+
+    pure_copy = True
 
     def __init__(self, child: Expr, key_fn: KeyMap):
         self.children = (child,)
-        self.child, self.key_fn = child, key_fn
+        self.child, self.key_fn, self.params = child, key_fn, (key_fn,)
         t = child.type
         mapped: dict[tuple[int, ...], tuple[int, ...]] = {}
         for k in t.iter_keys():
@@ -208,7 +260,7 @@ class ReKey(Expr):
                     f"keys {fmt_key(mapped[nk])} and {fmt_key(k)} both map to {fmt_key(nk)} (key uniqueness)",
                 )
             mapped[nk] = k
-        self.source = mapped  # output key -> input key
+        self.sources = mapped  # output key -> input key
         # block-sparse: frontier and extents follow the whole key grid
         grid = (_whole_grid(t, key_fn) if t.keys is not None else None) or mapped
         arities = {len(k) for k in grid}
@@ -219,6 +271,12 @@ class ReKey(Expr):
         dense = len(mapped) == math.prod(frontier)
         axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
+
+    def out_keys(self, key: Key) -> list[Key]:
+        return [self.key_fn(key)]
+
+    def source(self, key: Key) -> Key:
+        return self.sources[key]
 
     def describe(self) -> str:
         return f"ReKey({self.key_fn})"
@@ -236,12 +294,14 @@ def _whole_grid(t: RelationType, key_fn: KeyMap) -> dict | None:
     return grid
 
 
-class Filter(Expr):
+class Filter(TupleMap):
     """σ(boolFunc): keep tuples whose key satisfies boolFunc. May leave holes (sparse keys)."""
+
+    pure_copy = True
 
     def __init__(self, child: Expr, predicate: KeyPred):
         self.children = (child,)
-        self.child, self.predicate = child, predicate
+        self.child, self.predicate, self.params = child, predicate, (predicate,)
         t = child.type
         kept = [k for k in t.iter_keys() if predicate(k)]
         frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
@@ -249,16 +309,22 @@ class Filter(Expr):
         axes = tuple(ax.truncate(frontier) for ax in t.axes)
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(kept))
 
+    def out_keys(self, key: Key) -> list[Key]:
+        return [key] if self.predicate(key) else []
+
     def describe(self) -> str:
         return f"Filter({self.predicate})"
 
 
-class Transform(Expr):
+class Transform(TupleMap):
     """λ(transformFunc): apply a unary kernel to every chunk; keys unchanged."""
+
+    keeps_keys = True
+    flops = 1.0
 
     def __init__(self, child: Expr, kernel: Kernel):
         self.children = (child,)
-        self.child, self.kernel = child, kernel
+        self.child, self.kernel, self.params = child, kernel, (kernel,)
         who = f"Transform({getattr(kernel, 'name', kernel)})"
         _check_kernel(kernel, 1, who)
         t = child.type
@@ -268,17 +334,25 @@ class Transform(Expr):
             self._fail(ChunkShapeError, str(e))
         self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend), t.keys)
 
+    def chunk_task(self, key: Key) -> tuple:
+        return (self.kernel,)
+
+    @property
+    def label(self) -> str:
+        return self.kernel.name
+
     def describe(self) -> str:
         return f"Transform({self.kernel.name})"
 
 
-class Tile(Expr):
+class Tile(TupleMap):
     """Tile(tileDim, tileSize): cut every chunk along a chunk axis; a new last key dim counts tiles
     (of the tuples present: a missing block's tiles are missing)."""
 
     def __init__(self, child: Expr, tile_dim: int, tile_size: int):
         self.children = (child,)
         self.child, self.tile_dim, self.tile_size = child, int(tile_dim), int(tile_size)
+        self.params = (self.tile_dim, self.tile_size)
         t = child.type
         if not 0 <= self.tile_dim < t.rank:
             self._fail(TRAError, f"chunk axis {tile_dim} out of range for chunk rank {t.rank}")
@@ -302,8 +376,24 @@ class Tile(Expr):
         keys = None if t.keys is None else frozenset(k + (i,) for k in t.keys for i in range(n))
         self.type = RelationType(t.frontier + (n,), axes, t.dtype, t.backend, keys)
 
+    def out_keys(self, key: Key) -> list[Key]:
+        return [key + (t,) for t in range(self.type.frontier[-1])]
+
+    def source(self, key: Key) -> Key:
+        return key[:-1]
+
+    def chunk_task(self, key: Key) -> tuple:
+        return (tile_chunk, self.tile_dim, self.tile_size, key[-1])
+
     def describe(self) -> str:
         return f"Tile({self.tile_dim},{self.tile_size})"
+
+
+def tile_chunk(chunk: Any, dim: int, size: int, t: int) -> Any:
+    """Tile ``t`` of a chunk cut along axis ``dim`` into tiles of ``size``."""
+    index = [slice(None)] * chunk.ndim
+    index[dim] = slice(t * size, (t + 1) * size)
+    return chunk[tuple(index)]
 
 
 class Concat(Expr):

@@ -1,5 +1,6 @@
-"""The registry of chunk-kernel derivatives: vector-Jacobian products by kernel type, and the
-partial derivatives of elementwise operations.
+"""The registry of derivatives: vector-Jacobian products of chunk kernels by kernel type, the
+partial derivatives of elementwise operations, and relation-Jacobian products of operators
+the backward pass does not know (``register_rjp``: a new per-tuple operator's, next to it).
 
 The module that defines a kernel class registers its VJP next to it (``tra/kernels.py`` for
 the TRA's own kernels, ``array/kernels.py`` for the frontend's), so adding a kernel with its
@@ -105,6 +106,30 @@ def vjp_for(kernel: Any, kind: str) -> Rule | None:
     return None
 
 
+# ---------------------------------------------------------------- RJPs of new operators
+
+_RJPS: dict[type, Rule] = {}
+
+
+def register_rjp(op: type, rule: Rule | None = None) -> Any:
+    """Register the relation-Jacobian product of a one-input TRA operator class (or use as a
+    decorator): ``rule(node, g)`` gets the gradient of the node's output as a TRA expression
+    over the node's keys and returns the gradient of its input, an expression over the input's
+    keys with the input's type; None when no gradient flows. The seven operators of the paper
+    have their rules in ``dask_tra.autodiff.rjp``."""
+
+    def add(fn: Rule) -> Rule:
+        _RJPS[op] = fn
+        return fn
+
+    return add if rule is None else add(rule)
+
+
+def rjp_for(op: type) -> Rule | None:
+    """The registered rule of an operator class (or of its nearest base class), or None."""
+    return next((_RJPS[c] for c in op.__mro__ if c in _RJPS), None)
+
+
 # ---------------------------------------------------------------- elementwise partials
 
 Y = -1  # "the operation's output" in a partial's needs
@@ -147,6 +172,8 @@ __all__ = [
     "TermLike",
     "register_vjp",
     "vjp_for",
+    "register_rjp",
+    "rjp_for",
     "Y",
     "Partial",
     "P",

@@ -7,10 +7,10 @@ ReKey or a Transform (Tile and Expand emit several tuples per input).
 
 from __future__ import annotations
 
-from ...ia.nodes import LocalAggregate, LocalFilter, LocalJoin, LocalMap, rekey, transform
+from ...ia.nodes import LocalAggregate, LocalFilter, LocalJoin, LocalMap, local_map, rekey, transform
 from ...tra import expr as tra
 from .base import Rule
-from .util import Composed, compose_keymaps, conjunction, filtered_type, rebuild, reindexed, with_map
+from .util import Composed, compose_keymaps, conjunction, filtered_type, rebuild, reindexed
 
 
 def _is_array_map(node) -> bool:
@@ -68,7 +68,7 @@ class FilterBeforeMap(Rule):
 
     def apply(self, node):
         m = node.child
-        return with_map(LocalFilter(m.child, node.op.predicate), m.op)
+        return local_map(LocalFilter(m.child, node.op.predicate), m.op)
 
 
 class MapBelowAggregate(Rule):

@@ -7,11 +7,11 @@ sees the placement the plan really has, not the one a node's parameters suggest.
 
 from __future__ import annotations
 
-from ...ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Shuffle
+from ...ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Shuffle, local_map
 from ...ia.partitioning import Grid, part
 from ...tra import expr as tra
 from .base import Rule
-from .util import FixedFrontier, one_copy_each, partitioned_by, rebuild, single_origin, with_map
+from .util import FixedFrontier, one_copy_each, partitioned_by, rebuild, single_origin
 
 _MOVES = (Broadcast, Shuffle)
 
@@ -65,12 +65,12 @@ class MapBelowMove(Rule):
     def matches(self, node):
         if not (isinstance(node, LocalMap) and isinstance(node.child, _MOVES)):
             return False
-        keeps_keys = isinstance(node.child, Broadcast) or isinstance(node.op, tra.Transform)
+        keeps_keys = isinstance(node.child, Broadcast) or node.op.keeps_keys
         return keeps_keys and single_origin(node.child.child)
 
     def apply(self, node):
         move = node.child
-        return rebuild(move, (with_map(move.child, node.op),))
+        return rebuild(move, (local_map(move.child, node.op),))
 
 
 class DropShuffleBeforeAggregate(Rule):

@@ -8,16 +8,13 @@ from dataclasses import dataclass
 
 from ...ia.nodes import (
     Broadcast,
-    Expand,
     IANode,
     LocalAggregate,
     LocalFilter,
     LocalJoin,
     LocalMap,
     Shuffle,
-    rekey,
-    tile,
-    transform,
+    local_map,
 )
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
@@ -71,17 +68,6 @@ def filtered_type(node, pred: KeyPred):
     return tra.Filter(tra.Input("_", node.type), pred).type
 
 
-def with_map(child, op):
-    """A ``LocalMap`` applying the same map as ``op`` (ReKey, Transform, Tile, Expand) to ``child``."""
-    if isinstance(op, Expand):
-        return LocalMap(child, op)
-    if isinstance(op, tra.ReKey):
-        return rekey(child, op.key_fn)
-    if isinstance(op, tra.Tile):
-        return tile(child, op.tile_dim, op.tile_size)
-    return transform(child, op.kernel)
-
-
 def _aggregate(node, child):
     if isinstance(node.op, tra.Concat):
         return LocalAggregate(child, concat=(node.op.key_dim, node.op.array_dim))
@@ -95,7 +81,7 @@ _REBUILD: dict[type, Callable[..., IANode]] = {
     LocalJoin: lambda n, l, r: LocalJoin(l, r, n.op.left_keys, n.op.right_keys, n.op.kernel),
     LocalAggregate: _aggregate,
     LocalFilter: lambda n, c: LocalFilter(c, n.op.predicate),
-    LocalMap: lambda n, c: with_map(c, n.op),
+    LocalMap: lambda n, c: local_map(c, n.op),
 }
 
 
