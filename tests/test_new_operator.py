@@ -1,9 +1,10 @@
-"""A new per-tuple TRA operator is one class. ``Flip`` below (``np.flip`` of an array
+"""New TRA operators, defined here in the test alone. A per-tuple operator is one class. ``Flip`` below (``np.flip`` of an array
 relation along one axis, as a single operator) is written against ``TupleMap`` and
 ``register_rjp`` only, here in the test, and runs through every layer with nothing else
 edited: the reference executor, planning and its cache, the IA executor, emission on a
 LocalCluster, ``explain`` and the backward pass. If a layer starts recognising operators
-by type again, these tests fail."""
+by type again, these tests fail. An operator that moves data (``Merge`` below) adds its
+reference semantics and one strategy module (``dask_tra/optimizer/operators/``)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,18 @@ import pytest
 import dask_tra as dt
 from dask_tra.array.relations import wrap
 from dask_tra.ia import execute, project
-from dask_tra.optimizer import plan
-from dask_tra.tra import ChunkAxis, Input, Join, RelationType, assemble, evaluate, split
+from dask_tra.optimizer import operators, plan
+from dask_tra.optimizer.candidates import per_tuple as per_tuple_costs
+from dask_tra.optimizer.layout import Alt as IAAlt
+from dask_tra.optimizer.operators import concat as concat_op
+from dask_tra.optimizer.strategies import per_tuple as per_tuple_plans
+from dask_tra.optimizer.symbolic import Cand, View
+from dask_tra.tra import ChunkAxis, Concat, Expr, Input, Join, KeyMap, ReKey, RelationType, assemble, evaluate, split
+from dask_tra.tra import TRAError
 from dask_tra.tra import kernels as K
+from dask_tra.tra.executor import register_reference
 from dask_tra.tra.expr import TupleMap
-from dask_tra.tra.vjp import register_rjp
+from dask_tra.tra.vjp import GradError, register_rjp
 
 pytestmark = pytest.mark.numpy_chunks  # the chunk function is np.flip
 
@@ -98,3 +106,98 @@ def test_gradient_through_the_registered_rjp(client):
     loss = (flip(x, 0) * dt.from_array(c, chunks=(5, 3))).sum()
     g = dt.grad(loss, x).compute()
     np.testing.assert_allclose(g, np.flip(c, 0))  # d/dx sum(flip(x) * c) = flip(c)
+
+
+# ---------------------------------------------------------------- an operator that moves data
+# Merge is planned by a strategy module of its own (what ``dask_tra/optimizer/operators/``
+# holds), registered here: nothing else in the optimizer, the IA or emission knows it.
+
+
+class Merge(Expr):
+    """Merge(keyDim, r): concatenate every ``r`` consecutive blocks along key dim ``key_dim`` into
+    one, along chunk axis ``key_dim`` (a rechunk that merges blocks). Typed, and planned, as a
+    ReKey (block -> (group, position)) followed by a Concat over the positions."""
+
+    def __init__(self, child, key_dim: int, r: int):
+        self.children = (child,)
+        self.child, self.key_dim, self.r = child, key_dim, r
+        t = child.type
+        if t.frontier[key_dim] % r:
+            raise TRAError(f"Merge({key_dim},{r}): {t.frontier[key_dim]} blocks do not split into groups of {r}")
+        self.split = ReKey(child, KeyMap.table({k: self.group(k) for k in t.iter_keys()}, f"group[{key_dim},{r}]"))
+        self.type = self.concat_over(Input("_", self.split.type)).type
+
+    def group(self, key):
+        d, r = self.key_dim, self.r
+        return key[:d] + (key[d] // r,) + key[d + 1 :] + (key[d] % r,)
+
+    def concat_over(self, expr):
+        return Concat(expr, expr.type.key_arity - 1, self.key_dim)
+
+    def describe(self):
+        return f"Merge({self.key_dim},{self.r})"
+
+
+def _merge_reference(node, rel):
+    groups = {}
+    for k in sorted(rel):
+        g = node.group(k)
+        groups.setdefault(g[:-1], []).append(rel[k])
+    return {g: np.concatenate(cs, axis=node.key_dim) for g, cs in groups.items()}
+
+
+def _merge_plans(node, child):
+    split = per_tuple_plans(node.split, child)["local"]
+    return concat_op.plans(node.concat_over(Input("_", node.split.type)), IAAlt(split))
+
+
+def _merge_costs(node, child, s, only=None):
+    rk = per_tuple_costs(node.split, child, s)["local"]
+    view = View(node.split.type, rk.layout, rk.layout, placed=child.placed)
+    out = {}
+    for name, c in concat_op.costs(node.concat_over(Input("_", node.split.type)), view, s, only).items():
+        peak = np.maximum(rk.peak, c.peak)
+        out[name] = Cand(c.layout, c.moved, c.paper, peak, rk.flops + c.flops, rk.tasks + c.tasks, rk.present,
+                         c.detail, c.site_moved)
+    return out
+
+
+register_reference(Merge, _merge_reference)
+operators.register(Merge, _merge_plans, _merge_costs)
+
+
+def merge(x, axis, r):
+    return wrap(Merge(x.expr, axis, r), x)
+
+
+CHUNKS4 = ((4, 1, 2, 4), (3, 4))
+
+
+def test_a_data_moving_operator_from_its_own_strategy_module():
+    ta, ra = split(A, CHUNKS4)
+    e = Merge(Input("a", ta), 0, 2)
+    assert e.type.frontier == (2, 2)
+    np.testing.assert_array_equal(assemble(e.type, evaluate(e, {"a": ra})), A)
+    scattered = {k: (i % 3,) for i, k in enumerate(sorted(ra))}  # groups split across sites: a shuffle
+    together = {k: (k[0] // 2,) for k in ra}  # each group on one site: local
+    for placements, strategy in (({}, "shuffle"), (scattered, "shuffle"), (together, "local")):
+        p = plan(e, 3, placements={"a": placements} if placements else None)
+        assert p.explain.operators[-1].strategy == strategy
+        res = execute(p.root, {"a": ra})
+        np.testing.assert_array_equal(assemble(e.type, project(p.root, res)), A)
+        assert res.bytes_moved == p.cost.bytes_moved
+        if placements:
+            assert (res.bytes_moved > 0) == (placements is scattered)
+    with pytest.raises(TRAError, match=r"Merge\(0,3\): 4 blocks do not split into groups of 3"):
+        Merge(Input("a", ta), 0, 3)
+
+
+def test_a_data_moving_operator_on_a_cluster(client):
+    x = dt.from_array(A, chunks=CHUNKS4)
+    m = merge(x, 0, 2)
+    assert m.chunks == ((5, 6), (3, 4))
+    np.testing.assert_array_equal(m.compute(), A)
+    np.testing.assert_allclose((merge(x, 1, 2) @ dt.from_array(B.T, chunks=(7, 4))).compute(), A @ B.T)
+    assert "Merge(0,2)" in str(m.explain(sites=4))
+    with pytest.raises(GradError, match=r"Merge\(0,2\).*no registered RJP"):
+        dt.grad(m.sum(), x)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ia import Placed, SiteMap, part
 from ..tra import expr as tra
+from . import operators
 from . import strategies as S
 from . import twophase_strategy
 from .layout import Alt as IAAlt
@@ -44,8 +45,9 @@ def _one(node, alt, kids, s):
         return S.join_alone(node, kids[0], kids[1])[name]
     if isinstance(node, tra.Aggregate):
         return S.aggregate_alone(node, kids[0])[name]
-    if isinstance(node, tra.Concat):
-        return S.concat(node, kids[0])[name]
+    op = operators.lookup(node)
+    if op is not None:
+        return op.plans(node, *kids)[name]
     return S.per_tuple(node, kids[0])[name]
 
 

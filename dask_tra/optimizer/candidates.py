@@ -9,8 +9,10 @@ and their names are those of ``strategies`` (which builds their IA plans), move 
   partials), ``align-left``/``align-right`` (keep a placed side, bring the other to its
   partners), ``rmm`` (replicate onto the output-block grid), ``d=[...]`` (EinDecomp);
 - join alone: ``bcast-left``, ``bcast-right``, ``copart``, ``align-*``;
-- aggregate alone: ``local``, ``two-phase``, ``shuffle``; concat: ``local``, ``shuffle``;
+- aggregate alone: ``local``, ``two-phase``, ``shuffle``;
 - per-tuple operators run where their input is.
+
+Operators with a module in ``operators`` (Concat) are costed there.
 """
 
 from __future__ import annotations
@@ -292,28 +294,6 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             {"steps": []},
         )
     return cands
-
-
-def concat(node, child, s, only=None) -> dict:
-    kd = node.key_dim
-    f = child.type.frontier
-    outf = node.type.frontier
-    others = [d for d in range(len(f)) if d != kd]
-    nb = key_bytes(node.type)
-    if not child.free and single(child.layout):
-        red = reduce_to(child.layout, f, others, outf, list(range(len(others))))
-        if single(red):
-            mv = Moves((child,), s)
-            mv.site_in += key_bytes(child.type) @ child.layout
-            return {"local": Cand(red, 0, 0, mv.site_in + nb @ red, np.zeros(s), int(red.sum()), mv.present, {})}
-    mv = Moves((child,), s)
-    mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
-    out = grid_layout(part(range(len(outf)), outf), outf, s)
-    return {
-        "shuffle": Cand(
-            out, mv.moved, mv.paper, mv.site_in + nb @ out, np.zeros(s), int(out.sum()), mv.present, {"steps": mv.steps}
-        )
-    }
 
 
 def per_tuple(node, child, s, only=None) -> dict:

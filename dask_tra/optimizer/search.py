@@ -33,6 +33,7 @@ from ..tra.dag import walk_many
 from ..tra.errors import TRAError
 from ..tra.kernels import Einsum
 from . import candidates as C
+from . import operators
 from .cost import Rates
 from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
@@ -158,10 +159,12 @@ def candidates(node, kind, views, s, only=None, rates=None, fixed=None) -> dict:
         cands = C.join_alone(node, views[0], views[1], s, only)
     elif isinstance(node, tra.Aggregate):
         cands = C.aggregate_alone(node, views[0], s, only)
-    elif isinstance(node, tra.Concat):
-        cands = C.concat(node, views[0], s, only)
-    else:
+    elif (op := operators.lookup(node)) is not None:
+        cands = op.costs(node, *views, s, only)
+    elif isinstance(node, tra.TupleMap):
         cands = C.per_tuple(node, views[0], s, only)
+    else:
+        raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
     for c in cands.values():
         c.layout = held(c.layout, node.type)
     return cands

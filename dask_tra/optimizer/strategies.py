@@ -25,7 +25,7 @@ from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, part
 from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
 from .cost import evaluate_cost
-from .layout import Alt, align, broadcast, finish_aggregate, partitioned_by, place
+from .layout import Alt, align, broadcast, finish_aggregate, place
 
 # Tie-breaking order when candidates cost the same; a new strategy is listed here.
 PREFERENCE = (
@@ -180,15 +180,6 @@ def aggregate_alone(agg, child: Alt) -> dict:
             place(child, part(agg.group_by, child.node.type.frontier)), agg.group_by, agg.kernel
         )
     return cands
-
-
-def concat(node, child: Alt) -> dict:
-    kd = node.key_dim
-    others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
-    if not child.free and partitioned_by(child.node, others):
-        return {"local": LocalAggregate(child.node, concat=(kd, node.array_dim))}
-    moved = place(child, part(others, child.node.type.frontier))
-    return {"shuffle": LocalAggregate(moved, concat=(kd, node.array_dim))}
 
 
 def per_tuple(node, child: Alt) -> dict:

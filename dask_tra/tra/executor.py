@@ -82,7 +82,10 @@ def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, An
         return rel
     if isinstance(node, TupleMap):
         return {nk: apply_map(node, node, chunk, nk) for k, chunk in args[0].items() for nk in node.out_keys(k)}
-    return _EVAL[type(node)](node, *args)
+    fn = next((_EVAL[c] for c in type(node).__mro__ if c in _EVAL), None)
+    if fn is None:
+        raise TRAError(f"{node.describe()}: no reference semantics for {type(node).__name__} (register_reference)")
+    return fn(node, *args)
 
 
 def _join(node: Join, left: Rel, right: Rel) -> Rel:
@@ -118,3 +121,9 @@ _EVAL: dict[type, Callable[..., Rel]] = {
     Aggregate: _aggregate,
     Concat: _concat,
 }
+
+
+def register_reference(op: type, fn: Callable[..., Rel]) -> None:
+    """The reference semantics of a TRA operator class that is not a ``TupleMap``:
+    ``fn(node, *child relations) -> relation`` over ``{key: chunk}`` dicts."""
+    _EVAL[op] = fn
