@@ -20,7 +20,7 @@ from ..tra.expr import Expr
 from . import cache
 from .build import build
 from .candidates import relabel_rows, relabelled
-from .cost import Cost, Rates, evaluate_cost
+from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
 from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, received, search, views_of
 from .search import candidates as _candidates
@@ -59,7 +59,9 @@ class Plan:
             gather_bytes=sum(_gather_bytes(a) for a in self.alts),
             ia_plan="\n".join(steps),
             predicted_seconds=cost.seconds,
-            breakdown=self.rates.breakdown(cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by),
+            breakdown=self.rates.breakdown(
+                cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by, cost.terms
+            ),
         )
 
     @property
@@ -111,7 +113,8 @@ def plan_many(
     exprs = tuple(exprs)
     rates = rates or Rates()
     digest, order, inputs = cache.structure(exprs)
-    exact, loose = cache.keys(digest, inputs, placements, (sites, memory_limit, repr(force), keep, rates, one_layout))
+    settings = (sites, memory_limit, repr(force), keep, rates, one_layout, tuple(TERMS))
+    exact, loose = cache.keys(digest, inputs, placements, settings)
     hit = cache.get(exact)
     found = _replay(hit, order) if hit is not None else None
     if found is None and cache.get(loose) is not None:
@@ -158,6 +161,7 @@ class _Totals:
         self.moved = self.paper = self.tasks = 0
         self.flops, self.site_moved = np.zeros(s), np.zeros(s)
         self.peak = np.zeros(s, np.int64)
+        self.terms: dict[str, float] = {}
 
     def copies(self, alts) -> dict:
         """{id(alt): where its tuples have copies} for ``alts``."""
@@ -196,6 +200,7 @@ class _Totals:
         self.site_moved = self.site_moved + received(cand, len(self.flops))
         self.paper += cand.paper
         self.tasks += cand.tasks
+        self.terms = combine_terms(self.terms, (cand.terms,))
         self.flops = self.flops + cand.flops
         self.peak = np.maximum(self.peak, np.asarray(cand.peak, np.int64))
 
@@ -210,8 +215,9 @@ class _Totals:
             self.paper,
             self.tasks,
             tuple(float(f) for f in self.flops),
-            rates.seconds(self.moved, self.tasks, self.flops, self.site_moved),
+            rates.seconds(self.moved, self.tasks, self.flops, self.site_moved, self.terms),
             tuple(float(b) for b in self.site_moved),
+            dict(self.terms),
         )
 
 

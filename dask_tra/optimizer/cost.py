@@ -13,13 +13,21 @@ strategies' plans; tests reproduce the paper's Table 4 with it.
 ``peak_memory``: per site, the largest over operators of (bytes of the operator's inputs
 at that site + bytes of its output there). Inputs placed on a site count while their
 first consumer runs. It is an estimate: Dask may hold data longer (or spill).
+
+Further terms of the time objective are ``CostTerm``s registered here (``TERMS``): each is
+measured for every candidate from its closed-form costing, summed over the plan, added to
+the predicted time and shown by ``explain()``; the search, the final costing and the report
+handle them without naming them.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +47,10 @@ class Rates:
     task_overhead: float = 1e-3
     flop_rate: float = 1e10
 
-    def seconds(self, nbytes, tasks, flops, site_moved=None) -> float:
-        return self.breakdown(nbytes, tasks, flops, site_moved)["total_s"]
+    def seconds(self, nbytes, tasks, flops, site_moved=None, terms=None) -> float:
+        return self.breakdown(nbytes, tasks, flops, site_moved, terms)["total_s"]
 
-    def breakdown(self, nbytes, tasks, flops, site_moved=None) -> dict:
+    def breakdown(self, nbytes, tasks, flops, site_moved=None, terms: Mapping[str, float] | None = None) -> dict:
         busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
         received = float(np.max(site_moved)) if site_moved is not None and len(np.atleast_1d(site_moved)) else nbytes
         out = {
@@ -54,7 +62,51 @@ class Rates:
             "compute_s": busiest / self.flop_rate,
         }
         out["total_s"] = out["transfer_s"] + out["scheduling_s"] + out["compute_s"]
+        out["terms"] = {}
+        for name, value in (terms or {}).items():
+            secs = TERMS[name].seconds(value, self)
+            out["terms"][name] = (value, secs)
+            out["total_s"] += secs
         return out
+
+
+@dataclass(frozen=True)
+class CostTerm:
+    """A term of the time objective beyond bytes, tasks and flops.
+
+    ``measure(node, cand, views)``: its value for one operator's candidate (a number), from the
+    candidate's closed-form costing (``symbolic.Cand``) and its input ``View``s; ``combine``
+    folds the values of a plan's operators (a sum, or ``max`` for a peak). ``seconds(value,
+    rates)``: the predicted time the plan's value adds. ``words``: how ``explain()`` says it,
+    formatted with the plan's value (``"{:.0f} B spilled"``)."""
+
+    name: str
+    measure: Callable[[Any, Any, Sequence[Any]], float]
+    seconds: Callable[[float, Rates], float]
+    words: str
+    combine: Callable[[float, float], float] = operator.add
+
+
+TERMS: dict[str, CostTerm] = {}
+
+
+def register_term(term: CostTerm) -> CostTerm:
+    TERMS[term.name] = term
+    return term
+
+
+def measure_terms(node: Any, cand: Any, views: Sequence[Any]) -> dict[str, float]:
+    """Every registered term's value for one candidate."""
+    return {name: float(t.measure(node, cand, views)) for name, t in TERMS.items()}
+
+
+def combine_terms(terms: Mapping[str, float], more: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """``terms`` folded with the values of other operators (each term by its ``combine``)."""
+    out = dict(terms)
+    for other in more:
+        for name, v in other.items():
+            out[name] = TERMS[name].combine(out[name], v) if name in out else v
+    return out
 
 
 @dataclass(frozen=True)
@@ -66,6 +118,7 @@ class Cost:
     site_flops: tuple = ()  # per site
     seconds: float = 0.0
     site_moved: tuple = ()  # bytes each site receives
+    terms: dict = field(default_factory=dict)  # registered CostTerms: name -> total
 
     @property
     def max_peak(self) -> int:

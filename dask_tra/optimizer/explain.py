@@ -6,6 +6,7 @@ import html
 from dataclasses import dataclass, field
 
 from ..tra.dag import tree_lines
+from .cost import TERMS
 
 
 def fmt_bytes(n: float | None) -> str:
@@ -70,6 +71,10 @@ class Explain:
                 f" + {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
                 f" + {b['compute_s']:.3g} s computing on the busiest worker"
                 f" ({b['busiest_site_flops'] / 1e9:.3g} GFLOP)"
+                + "".join(
+                    f" + {secs:.3g} s for {TERMS[name].words.format(value)}"
+                    for name, (value, secs) in b.get("terms", {}).items()
+                )
             )
         for i, op in enumerate(self.operators):
             last = i == len(self.operators) - 1

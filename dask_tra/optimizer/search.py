@@ -34,7 +34,7 @@ from ..tra.errors import TRAError
 from ..tra.kernels import Einsum
 from . import candidates as C
 from . import operators
-from .cost import Rates
+from .cost import Rates, combine_terms, measure_terms
 from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
 from ..ia.partitioning import part
@@ -75,6 +75,7 @@ class Alt:
     seconds: float = 0.0
     table: dict = field(default_factory=dict)  # candidate -> (bytes, seconds)
     site_moved: np.ndarray | None = None  # bytes each site receives over the sub-plan (None: none)
+    terms: dict = field(default_factory=dict)  # registered CostTerms over the sub-plan: name -> total
 
     @property
     def children(self) -> tuple:
@@ -167,6 +168,7 @@ def candidates(node, kind, views, s, only=None, rates=None, fixed=None) -> dict:
         raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
     for c in cands.values():
         c.layout = held(c.layout, node.type)
+        c.terms = measure_terms(node, c, views)
     return cands
 
 
@@ -219,6 +221,7 @@ def combine(node, name, cand, combo, rates) -> Alt:
     nbytes = cand.moved + sum(a.bytes for a in combo)
     tasks = cand.tasks + sum(a.tasks for a in combo)
     site_moved = received(cand, len(flops)) + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
+    terms = combine_terms(cand.terms, (a.terms for a in combo))
     return Alt(
         node,
         name,
@@ -229,8 +232,9 @@ def combine(node, name, cand, combo, rates) -> Alt:
         tasks=tasks,
         flops=flops,
         peak=peak,
-        seconds=rates.seconds(nbytes, tasks, flops, site_moved),
+        seconds=rates.seconds(nbytes, tasks, flops, site_moved, terms),
         site_moved=site_moved,
+        terms=terms,
     )
 
 

@@ -224,6 +224,7 @@ class Cand:
     present: list = field(default_factory=list)  # per input: present after this operator's moves
     detail: dict = field(default_factory=dict)
     site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
+    terms: dict = field(default_factory=dict)  # registered CostTerms (``cost.TERMS``): name -> value
 
 
 class Moves:
