@@ -9,8 +9,9 @@ out as it needs. Greedy planning (the cheapest plan per operator) is one path th
 table, so the result is never worse than greedy under the objective.
 
 The objective is predicted time (``cost.Rates``): bytes over bandwidth, tasks times the
-per-task overhead, and the busiest site's flops over the compute rate. Ties go to fewer
-bytes, then lower peak memory, then the strategy preference order.
+per-task overhead, the busiest site's flops over the compute rate, and any registered
+``cost.CostTerm``. Ties go to fewer bytes, then lower peak memory, then the strategy
+preference order.
 
 Several roots are planned as one DAG: ``search`` takes a tuple of roots, shared nodes are
 planned once, and with ``one_layout`` every node is computed in one layout (consumers that
