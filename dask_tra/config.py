@@ -14,14 +14,19 @@
 - ``bandwidth``, ``task_overhead``, ``flop_rate``: the time objective's constants (bytes/s per
   link, seconds of scheduling per task, flops/s per worker); None: measured on the connected
   cluster once (``dask_tra.dask.rates``, when ``probe_rates`` is true, the default), else the
-  defaults of ``optimizer.Rates``.
+  defaults of ``optimizer.Rates``. Every other field of ``optimizer.Rates`` (the constants of
+  registered cost terms) is a setting too, under its own name; None: ``Rates``' default.
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,
   ``"d=[...]"``), or {kind: strategy}; None lets the optimizer choose.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import dask.config
+
+from .optimizer.cost import Rates
 
 DEFAULTS = {
     "sites": 4,
@@ -35,6 +40,7 @@ DEFAULTS = {
     "task_overhead": None,
     "flop_rate": None,
     "probe_rates": True,
+    **{f.name: None for f in dataclasses.fields(Rates)},  # the time objective's constants
 }
 
 

@@ -25,6 +25,7 @@ uses the defaults of ``optimizer.Rates`` instead of measuring.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -132,9 +133,11 @@ def _in_event_loop(client) -> bool:
 
 def current_rates(where) -> Rates:
     """Rates for planning on ``where`` (a ``Sites``): config, else measured (cached), else defaults."""
-    given = {k: config.get(k) for k in ("bandwidth", "task_overhead", "flop_rate")}
+    given = {f.name: config.get(f.name) for f in dataclasses.fields(Rates)}
     rates = {k: float(v) for k, v in given.items() if v is not None}
-    if len(rates) < 3 and where.client is not None and config.get("probe_rates") and not _in_event_loop(where.client):
+    measured = ("bandwidth", "task_overhead", "flop_rate")
+    probe = any(k not in rates for k in measured) and config.get("probe_rates")
+    if probe and where.client is not None and not _in_event_loop(where.client):
         rates = {**ensure_measured(where.client, where.workers), **rates}
     return Rates(**rates)
 
