@@ -22,7 +22,19 @@ from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
-from .search import Alt, MemoryLimitError, chosen, combine, input_alt, inputs_of, kind_of, received, search, views_of
+from .search import (
+    Alt,
+    MemoryLimitError,
+    chosen,
+    combine,
+    input_alt,
+    inputs_of,
+    kind_of,
+    received,
+    search,
+    sent,
+    views_of,
+)
 from .search import candidates as _candidates
 from .symbolic import key_bytes
 
@@ -50,6 +62,7 @@ class Plan:
         ops, steps = _report(self.alts, self.cands)
         cost = self.cost
         received_by = np.array(cost.site_moved) if cost.site_moved else None
+        sent_by = np.array(cost.site_sent) if cost.site_sent else None
         return Explain(
             "\n".join(render(e) for e in self.exprs),
             self.sites,
@@ -60,7 +73,7 @@ class Plan:
             ia_plan="\n".join(steps),
             predicted_seconds=cost.seconds,
             breakdown=self.rates.breakdown(
-                cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by, cost.terms
+                cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by, cost.terms, sent_by
             ),
         )
 
@@ -159,7 +172,7 @@ class _Totals:
         self.present, self.cands = {}, {}
         self.same = {}  # id(relabelling alt) -> (id(the alt whose chunks it has), its rows there)
         self.moved = self.paper = self.tasks = 0
-        self.flops, self.site_moved = np.zeros(s), np.zeros(s)
+        self.flops, self.site_moved, self.site_sent = np.zeros(s), np.zeros(s), np.zeros(s)
         self.peak = np.zeros(s, np.int64)
         self.terms: dict[str, float] = {}
 
@@ -198,6 +211,7 @@ class _Totals:
         self.cands[id(alt)] = cand
         self.moved += cand.moved
         self.site_moved = self.site_moved + received(cand, len(self.flops))
+        self.site_sent = self.site_sent + sent(cand, len(self.flops))
         self.paper += cand.paper
         self.tasks += cand.tasks
         self.terms = combine_terms(self.terms, (cand.terms,))
@@ -215,8 +229,9 @@ class _Totals:
             self.paper,
             self.tasks,
             tuple(float(f) for f in self.flops),
-            rates.seconds(self.moved, self.tasks, self.flops, self.site_moved, self.terms),
+            rates.seconds(self.moved, self.tasks, self.flops, self.site_moved, self.terms, self.site_sent),
             tuple(float(b) for b in self.site_moved),
+            tuple(float(b) for b in self.site_sent),
             dict(self.terms),
         )
 

@@ -36,6 +36,7 @@ from .symbolic import (
     key_bytes,
     key_elements,
     partials_in,
+    partials_out,
     placing_sites,
     present_keys,
     reduce_to,
@@ -69,10 +70,11 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     nb = key_bytes(agg.type)
     peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
     steps = list(mv.steps)
-    site_moved = mv.site_moved
+    site_moved, site_sent = mv.site_moved, mv.site_sent
     if how != "local":
         steps.append(("aggregate partials", None, moved))
         site_moved = site_moved + partials_in(partial, out, agg.type)
+        site_sent = site_sent + partials_out(partial, out, agg.type)
     return Cand(
         out,
         mv.moved + moved,
@@ -83,6 +85,7 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
         mv.present,
         dict(detail or {}, aggregate=how, steps=steps),
         site_moved,
+        site_sent,
     )
 
 
@@ -211,6 +214,7 @@ def join_alone(join, left, right, s, only=None) -> dict:
             mv.present,
             {"steps": mv.steps},
             mv.site_moved,
+            mv.site_sent,
         )
 
     for b, name in ((0, "bcast-left"), (1, "bcast-right")):
@@ -344,4 +348,5 @@ def _copy(mv: Moves) -> Moves:
     c = Moves(mv.views, mv.s)
     c._present, c.moved, c.paper = dict(mv._present), mv.moved, mv.paper
     c.site_in, c.steps = mv.site_in.copy(), list(mv.steps)
+    c.site_moved, c.site_sent = mv.site_moved.copy(), mv.site_sent.copy()
     return c

@@ -36,26 +36,31 @@ from ..ia.nodes import Broadcast, IANode, Placed, Shuffle
 
 @dataclass(frozen=True)
 class Rates:
-    """The time objective's constants: link bandwidth (bytes/s, each worker's own link), scheduler
-    overhead per task (s) and one site's compute rate (flops/s). Predicted time = the bytes the
-    busiest receiving site takes in / bandwidth (sites receive in parallel, each over its own
-    link; all bytes / bandwidth when not known per site) + tasks × overhead + the busiest site's
-    flops / rate. Defaults suit a 1 Gbit/s cluster of CPU workers; ``dask_tra.config`` sets
-    them, or ``cluster_rates`` measures them."""
+    """The time objective's constants: link bandwidth (bytes/s, each worker's own link, each
+    direction), scheduler overhead per task (s) and one site's compute rate (flops/s). Predicted
+    time = the bytes of the busiest link direction / bandwidth (sites send and receive in
+    parallel, each over its own full-duplex link: the most any site takes in or sends out; all
+    bytes / bandwidth when not known per site) + tasks × overhead + the busiest site's flops /
+    rate. Defaults suit a 1 Gbit/s cluster of CPU workers; ``dask_tra.config`` sets them, or
+    ``cluster_rates`` measures them."""
 
     bandwidth: float = 1.25e8
     task_overhead: float = 1e-3
     flop_rate: float = 1e10
 
-    def seconds(self, nbytes, tasks, flops, site_moved=None, terms=None) -> float:
-        return self.breakdown(nbytes, tasks, flops, site_moved, terms)["total_s"]
+    def seconds(self, nbytes, tasks, flops, site_moved=None, terms=None, site_sent=None) -> float:
+        return self.breakdown(nbytes, tasks, flops, site_moved, terms, site_sent)["total_s"]
 
-    def breakdown(self, nbytes, tasks, flops, site_moved=None, terms: Mapping[str, float] | None = None) -> dict:
+    def breakdown(
+        self, nbytes, tasks, flops, site_moved=None, terms: Mapping[str, float] | None = None, site_sent=None
+    ) -> dict:
         busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
         received = float(np.max(site_moved)) if site_moved is not None and len(np.atleast_1d(site_moved)) else nbytes
+        sends = float(np.max(site_sent)) if site_sent is not None and len(np.atleast_1d(site_sent)) else 0.0
         out = {
-            "transfer_s": received / self.bandwidth,
+            "transfer_s": max(received, sends) / self.bandwidth,
             "busiest_site_bytes": received,
+            "busiest_sender_bytes": sends,
             "tasks": int(tasks),
             "scheduling_s": tasks * self.task_overhead,
             "busiest_site_flops": busiest,
@@ -118,6 +123,7 @@ class Cost:
     site_flops: tuple = ()  # per site
     seconds: float = 0.0
     site_moved: tuple = ()  # bytes each site receives
+    site_sent: tuple = ()  # bytes each site sends
     terms: dict = field(default_factory=dict)  # registered CostTerms: name -> total
 
     @property

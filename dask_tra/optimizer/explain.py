@@ -67,7 +67,8 @@ class Explain:
             b = self.breakdown
             lines.append(
                 f"predicted time {b['total_s']:.3g} s = {b['transfer_s']:.3g} s moving data"
-                f" ({fmt_bytes(b.get('busiest_site_bytes', 0))} into the busiest site)"
+                f" ({fmt_bytes(b.get('busiest_site_bytes', 0))} into the busiest site"
+                f", {fmt_bytes(b.get('busiest_sender_bytes', 0))} out of the busiest sender)"
                 f" + {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
                 f" + {b['compute_s']:.3g} s computing on the busiest worker"
                 f" ({b['busiest_site_flops'] / 1e9:.3g} GFLOP)"

@@ -76,6 +76,7 @@ class Alt:
     seconds: float = 0.0
     table: dict = field(default_factory=dict)  # candidate -> (bytes, seconds)
     site_moved: np.ndarray | None = None  # bytes each site receives over the sub-plan (None: none)
+    site_sent: np.ndarray | None = None  # bytes each site sends over the sub-plan (None: none)
     terms: dict = field(default_factory=dict)  # registered CostTerms over the sub-plan: name -> total
 
     @property
@@ -216,12 +217,20 @@ def received(cand, s) -> np.ndarray:
     return np.full(s, cand.moved / s)
 
 
+def sent(cand, s) -> np.ndarray:
+    """Bytes each site sends for a candidate (spread evenly when not known per site)."""
+    if cand.site_sent is not None:
+        return np.asarray(cand.site_sent, np.float64)
+    return np.full(s, cand.moved / s)
+
+
 def combine(node, name, cand, combo, rates) -> Alt:
     flops = cand.flops + sum((a.flops for a in combo), 0)
     peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
     nbytes = cand.moved + sum(a.bytes for a in combo)
     tasks = cand.tasks + sum(a.tasks for a in combo)
     site_moved = received(cand, len(flops)) + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
+    site_sent = sent(cand, len(flops)) + sum((a.site_sent for a in combo if a.site_sent is not None), 0)
     terms = combine_terms(cand.terms, (a.terms for a in combo))
     return Alt(
         node,
@@ -233,8 +242,9 @@ def combine(node, name, cand, combo, rates) -> Alt:
         tasks=tasks,
         flops=flops,
         peak=peak,
-        seconds=rates.seconds(nbytes, tasks, flops, site_moved, terms),
+        seconds=rates.seconds(nbytes, tasks, flops, site_moved, terms, site_sent),
         site_moved=site_moved,
+        site_sent=site_sent,
         terms=terms,
     )
 

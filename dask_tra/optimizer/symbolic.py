@@ -224,6 +224,7 @@ class Cand:
     present: list = field(default_factory=list)  # per input: present after this operator's moves
     detail: dict = field(default_factory=dict)
     site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
+    site_sent: np.ndarray | None = None  # bytes each site sends (None: not known per site)
     terms: dict = field(default_factory=dict)  # registered CostTerms (``cost.TERMS``): name -> value
 
 
@@ -243,6 +244,7 @@ class Moves:
         self.moved = self.paper = 0
         self.site_in = np.zeros(s, np.int64)
         self.site_moved = np.zeros(s, np.int64)  # bytes each site receives
+        self.site_sent = np.zeros(s)  # bytes each site sends (a copy held by several: shared evenly)
         self.steps = []
 
     @property
@@ -268,10 +270,13 @@ class Moves:
         v = self.views[i]
         need = held(need, v.type)
         nb = key_bytes(v.type)
-        per_site = nb @ (need & ~self._get(i))
+        have = self._get(i)
+        new = need & ~have
+        per_site = nb @ new
         moved = int(per_site.sum())
         self.moved += moved
         self.site_moved += per_site
+        self.site_sent += sent_from(have, nb * new.sum(axis=1))
         self.paper += int(key_elements(v.type).sum()) * paper_copies
         self._set(i, self._get(i) | need)
         self.site_in += nb @ need
@@ -457,6 +462,20 @@ def partials_in(partial, home, out_type) -> np.ndarray:
     return (key_bytes(out_type) * (partial & ~home).sum(axis=1)) @ home
 
 
+def partials_out(partial, home, out_type) -> np.ndarray:
+    """Bytes each site sends when ``finish`` brings the partial results to their homes."""
+    return key_bytes(out_type) @ (partial & ~home)
+
+
+def sent_from(have, nbytes) -> np.ndarray:
+    """Bytes each site sends when ``nbytes[k]`` of copies of key k leave the sites holding it
+    (``have``, keys × sites); a key held by several sites is sent by each in equal share (Dask
+    picks one holder per transfer)."""
+    holders = have.sum(axis=1)
+    ok = holders > 0
+    return (nbytes[ok] / holders[ok]) @ have[ok]
+
+
 __all__ = [
     "held",
     "present_keys",
@@ -464,6 +483,8 @@ __all__ = [
     "sparse_products",
     "side_rows",
     "partials_in",
+    "partials_out",
+    "sent_from",
     "View",
     "Cand",
     "Moves",

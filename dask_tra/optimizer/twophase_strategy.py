@@ -146,6 +146,7 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
         present,
         {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops), "placement": plan.strategy},
         np.asarray(c.site_received, np.int64),
+        np.asarray(c.site_sent, np.float64),
     )
 
 
