@@ -302,15 +302,15 @@ class Expand:
         self.name = self.label = f"dup{self.new_dims}"
 
     def out_keys(self, key: Key) -> list[Key]:
-        out_keys = []
+        made = []
         for extra in itertools.product(*(range(self.frontier[d]) for d in self.new_dims)):
             out = [0] * len(self.frontier)
             for i, d in enumerate(self.positions):
                 out[d] = key[i]
             for d, v in zip(self.new_dims, extra):
                 out[d] = v
-            out_keys.append(tuple(out))
-        return out_keys
+            made.append(tuple(out))
+        return made
 
     def source(self, key: Key) -> Key:
         return tuple(key[d] for d in self.positions)
