@@ -217,3 +217,10 @@ def test_placed_inputs_with_one_k_block_are_not_all_multiplied_on_one_site():
     flops = np.array(p.cost.site_flops)
     assert flops.max() <= 0.5 * flops.sum()
     assert op.candidate_seconds[op.strategy] < op.candidate_seconds["cmm"]
+
+
+def test_placements_keyed_by_block_are_refused():
+    ta, ra = split(np.arange(12.0).reshape(3, 4), (2, 2))
+    e = Join(Input("A", ta), Input("A", ta), (0, 1), (0, 1), K.add)
+    with pytest.raises(TypeError, match=r"placements must map input names.*\(0, 0\)"):
+        plan(e, 2, placements={k: (0,) for k in ra})

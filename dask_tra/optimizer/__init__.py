@@ -123,6 +123,12 @@ def plan_many(
     the same structure, placements and settings is replayed from ``cache`` without a search."""
     if sites < 1:
         raise ValueError(f"sites must be >= 1, got {sites}")
+    odd = next((name for name in placements or () if not isinstance(name, str)), None)
+    if odd is not None:
+        raise TypeError(
+            f"placements must map input names to {{key: sites}}; got the key {odd!r} (a block key? "
+            "wrap the map as {input_name: {key: sites}})"
+        )
     exprs = tuple(exprs)
     rates = rates or Rates()
     digest, order, inputs = cache.structure(exprs)
