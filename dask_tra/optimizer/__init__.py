@@ -27,12 +27,11 @@ from .search import (
     MemoryLimitError,
     chosen,
     combine,
+    flows,
     input_alt,
     inputs_of,
     kind_of,
-    received,
     search,
-    sent,
     views_of,
 )
 from .search import candidates as _candidates
@@ -216,8 +215,8 @@ class _Totals:
             self.present[id(alt)] = alt.layout
         self.cands[id(alt)] = cand
         self.moved += cand.moved
-        self.site_moved = self.site_moved + received(cand, len(self.flops))
-        self.site_sent = self.site_sent + sent(cand, len(self.flops))
+        into, out_of = flows(cand, len(self.flops))
+        self.site_moved, self.site_sent = self.site_moved + into, self.site_sent + out_of
         self.paper += cand.paper
         self.tasks += cand.tasks
         self.terms = combine_terms(self.terms, (cand.terms,))

@@ -210,18 +210,14 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     return best
 
 
-def received(cand, s) -> np.ndarray:
-    """Bytes each site receives for a candidate (spread evenly when not known per site)."""
-    if cand.site_moved is not None:
-        return np.asarray(cand.site_moved, np.float64)
-    return np.full(s, cand.moved / s)
+def flows(cand, s) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes each site receives, bytes each site sends) for a candidate; either spread evenly
+    when the candidate does not know it per site."""
 
+    def per_site(values):
+        return np.full(s, cand.moved / s) if values is None else np.asarray(values, np.float64)
 
-def sent(cand, s) -> np.ndarray:
-    """Bytes each site sends for a candidate (spread evenly when not known per site)."""
-    if cand.site_sent is not None:
-        return np.asarray(cand.site_sent, np.float64)
-    return np.full(s, cand.moved / s)
+    return per_site(cand.site_moved), per_site(cand.site_sent)
 
 
 def combine(node, name, cand, combo, rates) -> Alt:
@@ -229,8 +225,9 @@ def combine(node, name, cand, combo, rates) -> Alt:
     peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
     nbytes = cand.moved + sum(a.bytes for a in combo)
     tasks = cand.tasks + sum(a.tasks for a in combo)
-    site_moved = received(cand, len(flops)) + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
-    site_sent = sent(cand, len(flops)) + sum((a.site_sent for a in combo if a.site_sent is not None), 0)
+    into, out_of = flows(cand, len(flops))
+    site_moved = into + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
+    site_sent = out_of + sum((a.site_sent for a in combo if a.site_sent is not None), 0)
     terms = combine_terms(cand.terms, (a.terms for a in combo))
     return Alt(
         node,
