@@ -16,9 +16,8 @@ first consumer runs. It is an estimate: Dask may hold data longer (or spill).
 
 Further terms of the time objective are ``CostTerm``s registered here (``TERMS``): each is
 measured for every candidate from its closed-form costing, folded over the plan (a sum or a
-max), added to
-the predicted time and shown by ``explain()``; the search, the final costing and the report
-handle them without naming them.
+max), added to the predicted time and shown by ``explain()``; the search, the final costing
+and the report handle them without naming them.
 """
 
 from __future__ import annotations
