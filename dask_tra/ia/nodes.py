@@ -299,7 +299,7 @@ class Expand:
     def __init__(self, positions: Iterable[int], frontier: Sequence[int]):
         self.positions, self.frontier = tuple(positions), tuple(frontier)
         self.new_dims = [d for d in range(len(frontier)) if d not in self.positions]
-        self.name = self.label = f"dup{self.new_dims}"
+        self.label = f"dup{self.new_dims}"
 
     def out_keys(self, key: Key) -> list[Key]:
         made = []
@@ -322,7 +322,7 @@ class Expand:
         return self
 
     def describe(self) -> str:
-        return self.name
+        return self.label
 
     def type_of(self, t: RelationType) -> RelationType:
         mapping = dict(enumerate(self.positions))

@@ -79,6 +79,7 @@ from typing import Any, Union
 import numpy as np
 
 from .cost import Rates
+from .symbolic import sent_from
 
 __all__ = [
     "Lineage",
@@ -429,11 +430,8 @@ def _evaluate(p: _Problem, xs: np.ndarray, ys: np.ndarray, homes: np.ndarray | N
     in_site = np.bincount(site[moved], weights=p.tb[t[moved]], minlength=s).astype(np.int64)
     # senders: a placed tuple's holders in equal share, a free one's home
     tm = t[moved]
-    holders = p.held[tm]
-    nh = holders.sum(axis=1)
-    placed = nh > 0
-    in_sent = (p.tb[tm[placed]] / nh[placed]) @ holders[placed] if placed.any() else np.zeros(s)
-    in_sent = in_sent + np.bincount(h[tm[~placed]], weights=p.tb[tm[~placed]], minlength=s)
+    free = ~p.held[tm].any(axis=1)
+    in_sent = sent_from(p.held[tm], p.tb[tm]) + np.bincount(h[tm[free]], weights=p.tb[tm[free]], minlength=s)
     # partial aggregates: one per (aggregation group, site computing some of its join groups)
     pair, cnt = np.unique(lin.join_agg * s + xs, return_counts=True)
     g, gsite = pair // s, pair % s
