@@ -587,140 +587,9 @@ def _before(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] < b[0] - tol or (a[0] <= b[0] + tol and a[1] <= b[1])
 
 
-def _argmin(cost: np.ndarray, moved: np.ndarray, bytes_first: bool) -> int:
+def _argmin(cost: list, moved: list, bytes_first: bool) -> int:
     """Lowest cost (relative 1e-12), then fewest bytes, then lowest site; ``bytes_first``: fewest
     bytes, then lowest cost (relative 1e-12), then lowest site."""
-    first, second = (moved.astype(np.float64), cost) if bytes_first else (cost, moved.astype(np.float64))
-    best = float(first.min())
-    tie = np.flatnonzero(first <= best + 1e-12 * max(abs(best), 1e-300))
-    if tie.size > 1:
-        low = float(second[tie].min())
-        tie = tie[second[tie] <= low + 1e-12 * max(abs(low), 1e-300)]
-    return int(tie[0])
-
-
-class _State:
-    """The greedy's incremental bookkeeping: per-site totals and which tuples each site holds."""
-
-    def __init__(self, p: _Problem) -> None:
-        s = p.s
-        self.p = p
-        self.present = p.held.copy()
-        self.home = np.full(p.tb.size, -1, np.int64)
-        self.recv_f = np.zeros(s, np.int64)
-        self.flops_j = np.zeros(s)
-        self.recv_g = np.zeros(s, np.int64)
-        self.flops_a = np.zeros(s)
-        self.tasks = p.lin.n_join + p.lin.n_agg
-        self.log: list[tuple[int, int, bool]] = []  # (tuple, site, set home) for undo
-        # Python mirrors for the per-join-group loops (NumPy scalar indexing costs more than
-        # the arithmetic there); ``present_l``/``home_l`` change with ``present``/``home``
-        self.present_l: list[list[bool]] = self.present.tolist()
-        self.home_l: list[int] = self.home.tolist()
-        self.tb_l: list[int] = p.tb.tolist()
-        self.free_l: list[bool] = p.free.tolist()
-        self.jt_l: list[list[int]] = p.jt.tolist()
-        self.jf_l: list[float] = p.jf.tolist()
-
-    def snapshot(self) -> tuple:
-        return (self.recv_f.copy(), self.flops_j.copy(), self.recv_g.copy(), self.flops_a.copy(), self.tasks)
-
-    def restore(self, snap: tuple) -> None:
-        self.recv_f, self.flops_j, self.recv_g, self.flops_a, self.tasks = (
-            snap[0].copy(),
-            snap[1].copy(),
-            snap[2].copy(),
-            snap[3].copy(),
-            snap[4],
-        )
-        for t, site, homed in reversed(self.log):
-            self.present[t, site] = self.present_l[t][site] = False
-            if homed:
-                self.home[t] = self.home_l[t] = -1
-        self.log.clear()
-
-    def seconds(self) -> float:
-        r = self.p.rates
-        return (
-            (float(self.recv_f.max()) + float(self.recv_g.max())) / r.bandwidth
-            + (float(self.flops_j.max()) + float(self.flops_a.max())) / r.flop_rate
-            + self.tasks * r.task_overhead
-        )
-
-    def missing(self, tuples: np.ndarray) -> np.ndarray:
-        """(len(tuples), s) bool: the tuple would have to be sent to the site."""
-        unhomed = self.p.free[tuples] & (self.home[tuples] < 0)
-        return ~self.present[tuples] & ~unhomed[:, None]
-
-    def bring(self, tuples: np.ndarray, site: int) -> int:
-        moved = self.copy_to(np.unique(tuples).tolist(), site)
-        self.recv_f[site] += moved
-        return moved
-
-    def copy_to(self, tuples: list, site: int) -> int:
-        """Distinct ``tuples`` present at ``site`` (a free one homed there); the bytes sent. The
-        caller counts them into ``recv_f``."""
-        moved = 0
-        present, home = self.present_l, self.home_l
-        for t in tuples:
-            if present[t][site]:
-                continue
-            homed = self.free_l[t] and home[t] < 0
-            if homed:
-                self.home[t] = home[t] = site
-            else:
-                moved += self.tb_l[t]
-            self.present[t, site] = present[t][site] = True
-            self.log.append((t, site, homed))
-        return moved
-
-
-def _rule2_joins(st: _State, js: np.ndarray, af: float, ob: int, bytes_first: bool) -> tuple:
-    """Rule 2 for one aggregation group: each join group to the site where it costs least, in
-    order, updating ``st``. Returns (join groups per site, bytes moved, site per join group).
-    The same costs and ties as Rule 1's vectorised ones, on Python scalars: with a handful of
-    sites, NumPy calls per join group cost more than the arithmetic (planning time 2-3x)."""
-    r, s = st.p.rates, st.p.s
-    bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
-    tb, free, jt, jf, present, home = st.tb_l, st.free_l, st.jt_l, st.jf_l, st.present_l, st.home_l
-    recv_f, flops_j = st.recv_f.tolist(), st.flops_j.tolist()
-    rg_max, fa_max = int(st.recv_g.max()), float(st.flops_a.max())
-    cnt, b2 = [0] * s, 0
-    sites = range(s)
-    xj = np.empty(js.size, np.int64)
-    for n_, j in enumerate(js.tolist()):
-        tup = jt[j]
-        moved = [0] * s
-        for t in tup:  # as ``tb[tup] @ missing(tup)``: a tuple read twice counts twice
-            if free[t] and home[t] < 0:
-                continue
-            row, nb = present[t], tb[t]
-            for site in sites:
-                if not row[site]:
-                    moved[site] += nb
-        rf_max, fj_max, fj = max(recv_f), max(flops_j), jf[j]
-        cost = [
-            (max(rf_max, recv_f[i] + moved[i]) + rg_max) / bw
-            + (max(fj_max, flops_j[i] + fj + (af if cnt[i] else 0.0)) + fa_max) / fr
-            + (st.tasks + (cnt[i] == 0)) * ov
-            for i in sites
-        ]
-        if any(cnt):  # a new partial site of g: one more partial will move (tie-break)
-            moved = [moved[i] + (ob if cnt[i] == 0 else 0) for i in range(s)]
-        site = _argmin_small(cost, moved, bytes_first)
-        got = st.copy_to(sorted(set(tup)), site)
-        recv_f[site] += got
-        b2 += got
-        flops_j[site] += fj + (af if cnt[site] else 0.0)
-        st.tasks += int(cnt[site] == 0)
-        cnt[site] += 1
-        xj[n_] = site
-    st.recv_f[:], st.flops_j[:] = recv_f, flops_j
-    return np.asarray(cnt, np.int64), b2, xj
-
-
-def _argmin_small(cost: list, moved: list, bytes_first: bool) -> int:
-    """``_argmin`` on Python lists (same ties: relative 1e-12, then the other key, then lowest site)."""
     first, second = (moved, cost) if bytes_first else (cost, moved)
     best = min(first)
     tol = 1e-12 * max(abs(best), 1e-300)
@@ -730,6 +599,108 @@ def _argmin_small(cost: list, moved: list, bytes_first: bool) -> int:
         tol = 1e-12 * max(abs(low), 1e-300)
         tie = [i for i in tie if second[i] <= low + tol]
     return tie[0]
+
+
+class _State:
+    """The greedy's incremental bookkeeping on Python scalars and lists (with a handful of
+    sites, NumPy calls per group cost more than the arithmetic): per-site totals, which tuples
+    each site holds, and where each not-placed tuple is made."""
+
+    def __init__(self, p: _Problem) -> None:
+        s = p.s
+        self.p, self.sites = p, range(s)
+        self.recv_f, self.flops_j = [0] * s, [0.0] * s
+        self.recv_g, self.flops_a = [0] * s, [0.0] * s
+        self.tasks = p.lin.n_join + p.lin.n_agg
+        self.log: list[tuple[int, int, bool]] = []  # (tuple, site, set home) for undo
+        self.present: list[list[bool]] = p.held.tolist()
+        self.home: list[int] = [-1] * p.tb.size
+        self.tb: list[int] = p.tb.tolist()
+        self.free: list[bool] = p.free.tolist()
+        self.jt: list[list[int]] = p.jt.tolist()
+        self.jf: list[float] = p.jf.tolist()
+
+    def snapshot(self) -> tuple:
+        return (self.recv_f[:], self.flops_j[:], self.recv_g[:], self.flops_a[:], self.tasks)
+
+    def restore(self, snap: tuple) -> None:
+        self.recv_f, self.flops_j, self.recv_g, self.flops_a = (x[:] for x in snap[:4])
+        self.tasks = snap[4]
+        for t, site, homed in reversed(self.log):
+            self.present[t][site] = False
+            if homed:
+                self.home[t] = -1
+        self.log.clear()
+
+    def seconds(self) -> float:
+        r = self.p.rates
+        return (
+            (max(self.recv_f) + max(self.recv_g)) / r.bandwidth
+            + (max(self.flops_j) + max(self.flops_a)) / r.flop_rate
+            + self.tasks * r.task_overhead
+        )
+
+    def moved(self, tuples) -> list[int]:
+        """Bytes each site would receive to hold every one of ``tuples`` (a tuple listed twice
+        counts twice; a not-placed tuple not made yet costs nothing: it is made there)."""
+        moved = [0] * self.p.s
+        free, home, present, tb = self.free, self.home, self.present, self.tb
+        for t in tuples:
+            if free[t] and home[t] < 0:
+                continue
+            row, nb = present[t], tb[t]
+            for site in self.sites:
+                if not row[site]:
+                    moved[site] += nb
+        return moved
+
+    def copy_to(self, tuples, site: int) -> int:
+        """Distinct ``tuples`` present at ``site`` (a free one homed there); the bytes sent. The
+        caller counts them into ``recv_f``."""
+        moved = 0
+        present, home = self.present, self.home
+        for t in tuples:
+            if present[t][site]:
+                continue
+            homed = self.free[t] and home[t] < 0
+            if homed:
+                home[t] = site
+            else:
+                moved += self.tb[t]
+            present[t][site] = True
+            self.log.append((t, site, homed))
+        return moved
+
+
+def _rule2_joins(st: _State, js: list, af: float, ob: int, bytes_first: bool) -> tuple:
+    """Rule 2 for one aggregation group: each join group to the site where it costs least, in
+    order, updating ``st``. Returns (join groups per site, bytes moved, site per join group)."""
+    r, sites = st.p.rates, st.sites
+    bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
+    recv_f, flops_j = st.recv_f, st.flops_j
+    rg_max, fa_max = max(st.recv_g), max(st.flops_a)
+    cnt, b2, xj = [0] * st.p.s, 0, []
+    for j in js:
+        tup = st.jt[j]
+        moved = st.moved(tup)
+        rf_max, fj_max, fj = max(recv_f), max(flops_j), st.jf[j]
+        cost = [
+            (max(rf_max, recv_f[i] + moved[i]) + rg_max) / bw
+            + (max(fj_max, flops_j[i] + fj + (af if cnt[i] else 0.0)) + fa_max) / fr
+            + (st.tasks + (cnt[i] == 0)) * ov
+            for i in sites
+        ]
+        if any(cnt):  # a new partial site of g: one more partial will move (tie-break)
+            moved = [moved[i] + (ob if cnt[i] == 0 else 0) for i in sites]
+        site = _argmin(cost, moved, bytes_first)
+        got = st.copy_to(sorted(set(tup)), site)
+        recv_f[site] += got
+        b2 += got
+        flops_j[site] += fj + (af if cnt[site] else 0.0)
+        st.tasks += int(cnt[site] == 0)
+        cnt[site] += 1
+        xj.append(site)
+    return cnt, b2, xj
 
 
 def _greedy_order(p: _Problem, order: np.ndarray, ptr: np.ndarray) -> np.ndarray:
@@ -796,63 +767,72 @@ def place_greedy(
         ug = ut = np.zeros(0, np.int64)
     uptr = np.zeros(lin.n_agg + 1, np.int64)
     np.cumsum(np.bincount(ug, minlength=lin.n_agg), out=uptr[1:])
-    xs = np.full(lin.n_join, -1, np.int64)
-    ys = np.full(lin.n_agg, -1, np.int64)
-    chosen = np.zeros(lin.n_agg, np.int8)
     st = _State(p)
+    bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
+    sites = st.sites
+    order_l, ptr_l, ut_l, uptr_l = order.tolist(), ptr.tolist(), ut.tolist(), uptr.tolist()
+    af_l, ob_l = p.af.tolist(), p.ob.tolist()
+    xs_l, ys_l, chosen_l = [-1] * lin.n_join, [-1] * lin.n_agg, [0] * lin.n_agg
     for g in gorder.tolist():
-        js = order[ptr[g] : ptr[g + 1]]
-        m = js.size
-        af, ob = float(p.af[g]), int(p.ob[g])
+        js = order_l[ptr_l[g] : ptr_l[g + 1]]
+        af, ob = af_l[g], ob_l[g]
         base = st.snapshot()
+        tup = ut_l[uptr_l[g] : uptr_l[g + 1]]
+        gf = sum(st.jf[j] for j in js) + af * (len(js) - 1)  # g's join flops and pre-sum, on one site
         c1 = b1 = s1 = None
         if 1 in rules:
-            tup = ut[uptr[g] : uptr[g + 1]]
-            moved = p.tb[tup] @ st.missing(tup)  # (s,) bytes each site would receive
-            f = np.maximum(st.recv_f.max(), st.recv_f + moved)
-            jfl = np.maximum(st.flops_j.max(), st.flops_j + p.jf[js].sum() + af * (m - 1))
-            cost = (
-                (f + st.recv_g.max()) / r.bandwidth
-                + (jfl + st.flops_a.max()) / r.flop_rate
-                + (st.tasks + 1) * r.task_overhead
-            )
+            moved = st.moved(tup)  # bytes each site would receive
+            rf_max, fj_max, rg_max, fa_max = max(st.recv_f), max(st.flops_j), max(st.recv_g), max(st.flops_a)
+            cost = [
+                (max(rf_max, st.recv_f[i] + moved[i]) + rg_max) / bw
+                + (max(fj_max, st.flops_j[i] + gf) + fa_max) / fr
+                + (st.tasks + 1) * ov
+                for i in sites
+            ]
             s1 = _argmin(cost, moved, bytes_first)
-            c1, b1 = float(cost[s1]), int(moved[s1])
+            c1, b1 = cost[s1], moved[s1]
         if 2 in rules:
             cnt, b2, xj = _rule2_joins(st, js, af, ob, bytes_first)
-            nparts = int((cnt > 0).sum())
-            recv = ob * (nparts - (cnt > 0))
-            gcost = (
-                (np.maximum(st.recv_g.max(), st.recv_g + recv) + st.recv_f.max()) / r.bandwidth
-                + (np.maximum(st.flops_a.max(), st.flops_a + af * max(nparts - 1, 0)) + st.flops_j.max()) / r.flop_rate
-                + st.tasks * r.task_overhead
-            )
+            nparts = sum(c > 0 for c in cnt)
+            recv = [ob * (nparts - (c > 0)) for c in cnt]
+            adds = af * max(nparts - 1, 0)
+            rg_max, fa_max, rf_max, fj_max = max(st.recv_g), max(st.flops_a), max(st.recv_f), max(st.flops_j)
+            gcost = [
+                (max(rg_max, st.recv_g[i] + recv[i]) + rf_max) / bw
+                + (max(fa_max, st.flops_a[i] + adds) + fj_max) / fr
+                + st.tasks * ov
+                for i in sites
+            ]
             y2 = _argmin(gcost, recv, bytes_first)
-            c2 = float(gcost[y2])
-            b2 += int(recv[y2])
+            c2 = gcost[y2]
+            b2 += recv[y2]
             one = c1 is not None and b1 is not None and _before(_key(c1, b1, bytes_first), _key(c2, b2, bytes_first))
             if trace is not None:
-                trace.append(
-                    {"group": g, "rule1": (s1, c1, b1), "rule2": (xj.tolist(), y2, c2, b2), "chosen": 1 if one else 2}
-                )
+                trace.append({"group": g, "rule1": (s1, c1, b1), "rule2": (xj, y2, c2, b2), "chosen": 1 if one else 2})
             if one:
                 st.restore(base)
             else:
                 st.recv_g[y2] += recv[y2]
-                st.flops_a[y2] += af * max(nparts - 1, 0)
+                st.flops_a[y2] += adds
                 st.log.clear()
-                xs[js], ys[g], chosen[g] = xj, y2, 2
+                for j, x in zip(js, xj):
+                    xs_l[j] = x
+                ys_l[g], chosen_l[g] = y2, 2
                 continue
         assert s1 is not None
         if trace is not None and 2 not in rules:
             trace.append({"group": g, "rule1": (s1, c1, b1), "rule2": None, "chosen": 1})
-        st.bring(ut[uptr[g] : uptr[g + 1]], s1)
-        st.flops_j[s1] += p.jf[js].sum() + af * (m - 1)
+        st.recv_f[s1] += st.copy_to(tup, s1)
+        st.flops_j[s1] += gf
         st.tasks += 1
         st.log.clear()
-        xs[js], ys[g], chosen[g] = s1, s1, 1
+        for j in js:
+            xs_l[j] = s1
+        ys_l[g], chosen_l[g] = s1, 1
+    xs, ys = np.array(xs_l, np.int64), np.array(ys_l, np.int64)
+    chosen = np.array(chosen_l, np.int8)
     search = st.seconds() if lin.n_agg else _evaluate(p, xs, ys, None).receive_seconds
-    homes = np.where(p.free, st.home, -1)
+    homes = np.where(p.free, np.array(st.home, np.int64), -1)
     return TwoPhasePlan(
         lineage=lin,
         sites=s,
