@@ -71,28 +71,39 @@ def applies(agg, views) -> bool:
 
 class _Problem:
     """The contraction as an aggregated join tree over its existing keys (labels: the join's
-    output dims), with the bytes and flops of each group."""
+    output dims), with the bytes and flops of each group. What depends on the key sets only
+    (the lineage, the groups' bytes and flops) is made once per contraction and kept on its
+    type: the search and the final costing both read it."""
 
     def __init__(self, agg, views):
         join = agg.child
         self.agg, self.join, self.views = agg, join, views
-        kl, kr = join.left.type.key_arity, join.right.type.key_arity
-        labels = [tuple(range(kl)), tuple(join.right_out[d] for d in range(kr))]
-        self.keys = [_keys(v.type) for v in views]
-        self.rows = [_rows(k, v.type.frontier) for k, v in zip(self.keys, views)]
-        self.lin: Lineage = lineage(self.keys, labels, tuple(agg.group_by))
-        order = [self.lin.join_labels.index(d) for d in range(len(join.type.frontier))]
-        self.join_keys = self.lin.join_keys[:, order]
-        self.agg_rows = _rows(self.lin.agg_keys, agg.type.frontier)
-        join_rows = _rows(self.join_keys, join.type.frontier)
-        dims = range(len(join.type.frontier))
-        self.costs = dict(
-            tuple_bytes=[key_bytes(v.type)[r] for v, r in zip(views, self.rows)],
-            join_flops=cell_flops(join, dims, join.type.frontier).ravel()[join_rows],
-            out_bytes=key_bytes(agg.type)[self.agg_rows],
-            add_flops=key_elements(agg.type)[self.agg_rows].astype(float),
-        )
+        memo = ("two-phase", id(views[0].type), id(views[1].type))
+        if memo not in agg.type._cache:
+            agg.type._cache[memo] = _lineage_and_costs(agg, views)
+        self.keys, self.rows, self.lin, self.join_keys, self.agg_rows, self.costs = agg.type._cache[memo]
         self.tuple_sites = [None if v.free else v.present[r] for v, r in zip(views, self.rows)]
+
+
+def _lineage_and_costs(agg, views) -> tuple:
+    join = agg.child
+    kl, kr = join.left.type.key_arity, join.right.type.key_arity
+    labels = [tuple(range(kl)), tuple(join.right_out[d] for d in range(kr))]
+    keys = [_keys(v.type) for v in views]
+    rows = [_rows(k, v.type.frontier) for k, v in zip(keys, views)]
+    lin: Lineage = lineage(keys, labels, tuple(agg.group_by))
+    order = [lin.join_labels.index(d) for d in range(len(join.type.frontier))]
+    join_keys = lin.join_keys[:, order]
+    agg_rows = _rows(lin.agg_keys, agg.type.frontier)
+    join_rows = _rows(join_keys, join.type.frontier)
+    dims = range(len(join.type.frontier))
+    costs = dict(
+        tuple_bytes=[key_bytes(v.type)[r] for v, r in zip(views, rows)],
+        join_flops=cell_flops(join, dims, join.type.frontier).ravel()[join_rows],
+        out_bytes=key_bytes(agg.type)[agg_rows],
+        add_flops=key_elements(agg.type)[agg_rows].astype(float),
+    )
+    return keys, rows, lin, join_keys, agg_rows, costs
 
 
 def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | None = None) -> Cand:
