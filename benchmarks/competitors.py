@@ -144,11 +144,12 @@ def checksums_equal(a, b, rtol=1e-6):
 # -- client-side timers -------------------------------------------------------------------
 
 class ClientTimers:
-    """Time spent in dask_tra's optimizer and graph emission, and the part of planning the
-    two-phase greedy takes (wraps the functions that do it; does nothing if those names move)."""
+    """Time spent in dask_tra's optimizer and graph emission, the part of planning the two-phase
+    greedy takes, and the scheduler round trip that reads the workers and where the inputs are
+    (wraps the functions that do it; does nothing if those names move)."""
 
     def __init__(self):
-        self.plan_s = self.emit_s = self.greedy_s = 0.0
+        self.plan_s = self.emit_s = self.greedy_s = self.query_s = 0.0
         self.saved = []
 
     def _wrap(self, mod, name, attr):
@@ -174,6 +175,7 @@ class ClientTimers:
                 continue
             self._wrap(mod, plan_fn, "plan_s")
             self._wrap(mod, "emit", "emit_s")
+            self._wrap(mod, "cluster_snapshot", "query_s")
         try:  # the greedy placement and its rivals (``twophase_strategy.cost`` calls ``_best``)
             self._wrap(importlib.import_module("dask_tra.optimizer.twophase_strategy"), "_best", "greedy_s")
         except ImportError:
