@@ -49,30 +49,61 @@ class Rates:
     flop_rate: float = 1e10
 
     def seconds(self, nbytes, tasks, flops, site_moved=None, terms=None, site_sent=None) -> float:
-        return self.breakdown(nbytes, tasks, flops, site_moved, terms, site_sent)["total_s"]
+        """``breakdown(...)["total_s"]``, without the report (the search calls it per candidate)."""
+        total = sum(self._parts(nbytes, tasks, flops, site_moved, site_sent)[3:])
+        for name, value in (terms or {}).items():
+            total += TERMS[name].seconds(value, self)
+        return total
+
+    def _parts(self, nbytes, tasks, flops, site_moved, site_sent) -> tuple:
+        """(busiest receiver's bytes, busiest sender's, busiest site's flops, transfer, scheduling
+        and compute seconds)."""
+        busiest = _peak(flops, 0.0)
+        received = _peak(site_moved, nbytes)
+        sends = _peak(site_sent, 0.0)
+        return (
+            received,
+            sends,
+            busiest,
+            max(received, sends) / self.bandwidth,
+            tasks * self.task_overhead,
+            busiest / self.flop_rate,
+        )
 
     def breakdown(
         self, nbytes, tasks, flops, site_moved=None, terms: Mapping[str, float] | None = None, site_sent=None
     ) -> dict:
-        busiest = float(np.max(flops)) if len(np.atleast_1d(flops)) else 0.0
-        received = float(np.max(site_moved)) if site_moved is not None and len(np.atleast_1d(site_moved)) else nbytes
-        sends = float(np.max(site_sent)) if site_sent is not None and len(np.atleast_1d(site_sent)) else 0.0
+        received, sends, busiest, transfer, scheduling, compute = self._parts(
+            nbytes, tasks, flops, site_moved, site_sent
+        )
         out = {
-            "transfer_s": max(received, sends) / self.bandwidth,
+            "transfer_s": transfer,
             "busiest_site_bytes": received,
             "busiest_sender_bytes": sends,
             "tasks": int(tasks),
-            "scheduling_s": tasks * self.task_overhead,
+            "scheduling_s": scheduling,
             "busiest_site_flops": busiest,
-            "compute_s": busiest / self.flop_rate,
+            "compute_s": compute,
+            "total_s": transfer + scheduling + compute,
+            "terms": {},
         }
-        out["total_s"] = out["transfer_s"] + out["scheduling_s"] + out["compute_s"]
-        out["terms"] = {}
         for name, value in (terms or {}).items():
             secs = TERMS[name].seconds(value, self)
             out["terms"][name] = (value, secs)
             out["total_s"] += secs
         return out
+
+
+def _peak(values, default) -> float:
+    """The largest of per-site ``values`` (an array, a sequence or a number); ``default`` when
+    they are not given (None) or empty."""
+    if values is None:
+        return float(default)
+    if isinstance(values, np.ndarray):
+        return float(values.max()) if values.size else float(default)
+    if isinstance(values, (int, float, np.number)):
+        return float(values)
+    return float(max(values)) if len(values) else float(default)
 
 
 @dataclass(frozen=True)
