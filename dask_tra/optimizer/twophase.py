@@ -769,7 +769,6 @@ def place_greedy(
     np.cumsum(np.bincount(ug, minlength=lin.n_agg), out=uptr[1:])
     st = _State(p)
     bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
-    sites = st.sites
     order_l, ptr_l, ut_l, uptr_l = order.tolist(), ptr.tolist(), ut.tolist(), uptr.tolist()
     af_l, ob_l = p.af.tolist(), p.ob.tolist()
     xs_l, ys_l, chosen_l = [-1] * lin.n_join, [-1] * lin.n_agg, [0] * lin.n_agg
@@ -787,7 +786,7 @@ def place_greedy(
                 (max(rf_max, st.recv_f[i] + moved[i]) + rg_max) / bw
                 + (max(fj_max, st.flops_j[i] + gf) + fa_max) / fr
                 + (st.tasks + 1) * ov
-                for i in sites
+                for i in st.sites
             ]
             s1 = _argmin(cost, moved, bytes_first)
             c1, b1 = cost[s1], moved[s1]
@@ -801,7 +800,7 @@ def place_greedy(
                 (max(rg_max, st.recv_g[i] + recv[i]) + rf_max) / bw
                 + (max(fa_max, st.flops_a[i] + adds) + fj_max) / fr
                 + st.tasks * ov
-                for i in sites
+                for i in st.sites
             ]
             y2 = _argmin(gcost, recv, bytes_first)
             c2 = gcost[y2]
