@@ -831,7 +831,7 @@ def place_greedy(
     xs, ys = np.array(xs_l, np.int64), np.array(ys_l, np.int64)
     chosen = np.array(chosen_l, np.int8)
     search = st.seconds() if lin.n_agg else _evaluate(p, xs, ys, None).receive_seconds
-    homes = np.where(p.free, np.array(st.home, np.int64), -1)
+    homes = np.array(st.home, np.int64)  # set for not-placed tuples only (``copy_to``)
     return TwoPhasePlan(
         lineage=lin,
         sites=s,
