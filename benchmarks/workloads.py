@@ -271,6 +271,9 @@ def rebalance_irregular(client, x):
     recorded worker, and all compare their plans on one placement."""
     from distributed import futures_of
     futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
+    from dask_tra.dask.amm import ensure_installed
+    ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
+    client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])
     sig = (tuple(sorted(client.scheduler_info()["workers"])), tuple(sorted(futs)))
     placed = _REBALANCED.get(sig)
     if placed is None:
@@ -290,6 +293,15 @@ def rebalance_irregular(client, x):
     wrong = [k for k, w in dest.items() if list(who[k]) != [w]]
     if wrong:
         raise RuntimeError(f"{len(wrong)} blocks not on their recorded worker after the replay, e.g. {wrong[0]}")
+
+
+def _hold(dask_scheduler, keys):
+    """On the scheduler: keep the active memory manager from dropping any replica of ``keys`` for
+    a while (dask_tra's policy, ``dask_tra.dask.amm``). A move copies a block, then deletes the
+    sender's copy; at 250 Mbit/s the policy could drop the new copy in between, and the block
+    was lost and recomputed."""
+    from dask_tra.dask.amm import who_has_held
+    who_has_held(dask_scheduler, keys, seconds=120.0)
 
 
 async def _move_to(dask_scheduler, dest):
