@@ -223,6 +223,24 @@ def test_greedy_plan_bytes_equal_simulated_moves(data, s, rates, objective):
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.data(), st.integers(1, 5), RATES, st.sampled_from(["seconds", "bytes"]))
+def test_skipping_rule_2_on_one_join_group_changes_nothing(data, s, rates, objective):
+    """A trace makes the greedy run Rule 2 on every group; without one it skips Rule 2 where a
+    group has one join group (the same choice, a tie Rule 1 wins). Both give one placement, and
+    the traced run chose Rule 1 on every one-join-group group."""
+    lin, c = _instance(data.draw, s, data.draw(st.sampled_from(PATTERNS[:6])))
+    q = tp.problem(lin, s, rates=rates, **c)
+    trace = []
+    full = tp.greedy(q, objective=objective, trace=trace)
+    fast = tp.greedy(q, objective=objective)
+    assert full.join_sites.tolist() == fast.join_sites.tolist()
+    assert full.agg_sites.tolist() == fast.agg_sites.tolist()
+    assert full.homes.tolist() == fast.homes.tolist() and full.rule.tolist() == fast.rule.tolist()
+    single = np.bincount(lin.join_agg, minlength=lin.n_agg) == 1
+    assert all(t["chosen"] == 1 for t in trace if single[t["group"]])
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.data(), st.integers(1, 4), RATES)
 def test_evaluate_placement_equals_simulated_moves(data, s, rates):
     lin, c = _instance(data.draw, s, data.draw(st.sampled_from(PATTERNS)))

@@ -52,7 +52,8 @@ descending number of join groups, then descending input bytes, then ascending ou
   ``g`` itself goes to its cheapest site. The paper states Rule 2 as one step; it is iterated
   here until ``g`` is placed so that the two candidates assign the same groups and their costs
   compare like for like.
-- the cheaper complete plan is kept; ties go to Rule 1 (Fig. 5's ``≤``).
+- the cheaper complete plan is kept; ties go to Rule 1 (Fig. 5's ``≤``). A group with one join
+  group gets the same site and cost from both rules, so Rule 2 is not run there.
 
 Every "cheapest site" is the lowest predicted ``T`` (equal within a relative 1e-12), then the
 fewest bytes moved by that step (for a join group under Rule 2, a site not yet computing any
@@ -74,6 +75,7 @@ import itertools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Union
 
 import numpy as np
@@ -89,6 +91,11 @@ __all__ = [
     "matmul_lineage",
     "einsum_sizes",
     "layout",
+    "Problem",
+    "problem",
+    "greedy",
+    "static",
+    "evaluate",
     "place_greedy",
     "evaluate_placement",
     "brute_force",
@@ -315,7 +322,10 @@ def _rates(
 
 
 @dataclass(frozen=True, eq=False)
-class _Problem:
+class Problem:
+    """One placement problem in arrays (``problem``): made once, it is placed and costed many
+    times (``greedy``, ``static``, ``evaluate``)."""
+
     lin: Lineage
     s: int
     offsets: np.ndarray  # global tuple id = offsets[i] + row
@@ -328,20 +338,42 @@ class _Problem:
     af: np.ndarray  # (N_g,) float flops of one add
     rates: _Rates
 
+    @cached_property
+    def greedy_setup(self) -> tuple:
+        """(aggregation groups in greedy order, join groups by aggregation group as (order, ptr),
+        distinct input tuples per aggregation group as CSR (tuples, ptr)): the greedy's set-up,
+        the same for either objective."""
+        lin = self.lin
+        order, ptr = lin.groups()
+        if lin.n_join:
+            pairs = np.unique((lin.join_agg[:, None] * self.tb.size + self.jt).ravel())
+            ug, ut = pairs // self.tb.size, pairs % self.tb.size
+        else:
+            ug = ut = np.zeros(0, np.int64)
+        uptr = np.zeros(lin.n_agg + 1, np.int64)
+        np.cumsum(np.bincount(ug, minlength=lin.n_agg), out=uptr[1:])
+        return _greedy_order(self, order, ptr), (order, ptr), (ut, uptr)
 
-def _problem(
+
+def problem(
     lin: Lineage,
     sites: int,
+    *,
     tuple_bytes: Sequence[Any],
-    tuple_sites: Sequence[SiteSpec | None] | None,
-    join_flops: Any,
-    out_bytes: Any,
-    add_flops: Any,
-    rates: Rates | None,
-    bandwidth: float | None,
-    flop_rate: float | None,
-    task_overhead: float | None,
-) -> _Problem:
+    tuple_sites: Sequence[SiteSpec | None] | None = None,
+    join_flops: Any = 0.0,
+    out_bytes: Any = 0,
+    add_flops: Any = 0.0,
+    rates: Rates | None = None,
+    bandwidth: float | None = None,
+    flop_rate: float | None = None,
+    task_overhead: float | None = None,
+) -> Problem:
+    """The placement problem of ``lin`` on ``sites``, checked. ``tuple_bytes[i]``,
+    ``tuple_sites[i]``: per input, by row of its key array (``tuple_sites[i]`` a (n_i, s) bool
+    layout or per key a site / list of sites / None). ``join_flops``: per join group;
+    ``out_bytes``, ``add_flops``: per aggregation group (scalars broadcast). The rates: ``rates``,
+    or the single floats, which override it."""
     s = int(sites)
     if s < 1:
         raise ValueError("at least one site")
@@ -358,7 +390,7 @@ def _problem(
     held = np.concatenate(
         [layout(spec, m, s) for spec, m in zip(specs, lin.input_sizes)] or [np.zeros((0, s), bool)], axis=0
     )
-    return _Problem(
+    return Problem(
         lin=lin,
         s=s,
         offsets=offsets,
@@ -404,7 +436,8 @@ class Placement:
         return self.seconds - self.breakdown["send_excess_s"]
 
 
-def _evaluate(p: _Problem, xs: np.ndarray, ys: np.ndarray, homes: np.ndarray | None) -> Placement:
+def evaluate(p: Problem, xs: Any, ys: Any, homes: Any = None) -> Placement:
+    """``evaluate_placement`` on a made ``problem``."""
     s, lin = p.s, p.lin
     xs = np.asarray(xs, dtype=np.int64)
     ys = np.asarray(ys, dtype=np.int64)
@@ -447,7 +480,7 @@ def _evaluate(p: _Problem, xs: np.ndarray, ys: np.ndarray, homes: np.ndarray | N
 
 
 def _placement(
-    p: _Problem,
+    p: Problem,
     inputs: tuple[np.ndarray, np.ndarray],
     partials: tuple[np.ndarray, np.ndarray],
     jflops: np.ndarray,
@@ -490,40 +523,13 @@ def _placement(
 
 
 def evaluate_placement(
-    lin: Lineage,
-    sites: int,
-    join_sites: Any,
-    agg_sites: Any,
-    *,
-    tuple_bytes: Sequence[Any],
-    tuple_sites: Sequence[SiteSpec | None] | None = None,
-    join_flops: Any = 0.0,
-    out_bytes: Any = 0,
-    add_flops: Any = 0.0,
-    homes: Any = None,
-    rates: Rates | None = None,
-    bandwidth: float | None = None,
-    flop_rate: float | None = None,
-    task_overhead: float | None = None,
+    lin: Lineage, sites: int, join_sites: Any, agg_sites: Any, *, homes: Any = None, **costs: Any
 ) -> Placement:
     """Exact bytes, per-site received bytes and flops, and predicted seconds of a placement,
     computed from scratch (vectorized; independent of the greedy's incremental bookkeeping).
     ``homes``: per global tuple (inputs concatenated), where a not-placed tuple is made; default
-    (or -1): the lowest site that needs it."""
-    p = _problem(
-        lin,
-        sites,
-        tuple_bytes,
-        tuple_sites,
-        join_flops,
-        out_bytes,
-        add_flops,
-        rates,
-        bandwidth,
-        flop_rate,
-        task_overhead,
-    )
-    return _evaluate(p, join_sites, agg_sites, homes)
+    (or -1): the lowest site that needs it. ``costs``: as ``problem``'s."""
+    return evaluate(problem(lin, sites, **costs), join_sites, agg_sites, homes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -606,7 +612,7 @@ class _State:
     sites, NumPy calls per group cost more than the arithmetic): per-site totals, which tuples
     each site holds, and where each not-placed tuple is made."""
 
-    def __init__(self, p: _Problem) -> None:
+    def __init__(self, p: Problem) -> None:
         s = p.s
         self.p, self.sites = p, range(s)
         self.recv_f, self.flops_j = [0] * s, [0.0] * s
@@ -703,7 +709,7 @@ def _rule2_joins(st: _State, js: list, af: float, ob: int, bytes_first: bool) ->
     return cnt, b2, xj
 
 
-def _greedy_order(p: _Problem, order: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+def _greedy_order(p: Problem, order: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     lin = p.lin
     gflops = np.bincount(lin.join_agg, weights=p.jf, minlength=lin.n_agg)
     njoin = np.diff(ptr)
@@ -717,56 +723,31 @@ def place_greedy(
     lin: Lineage,
     sites: int,
     *,
-    tuple_bytes: Sequence[Any],
-    tuple_sites: Sequence[SiteSpec | None] | None = None,
-    join_flops: Any = 0.0,
-    out_bytes: Any = 0,
-    add_flops: Any = 0.0,
-    rates: Rates | None = None,
-    bandwidth: float | None = None,
-    flop_rate: float | None = None,
-    task_overhead: float | None = None,
     rules: tuple[int, ...] = (1, 2),
     objective: str = "seconds",
     trace: list | None = None,
+    **costs: Any,
 ) -> TwoPhasePlan:
     """The paper's greedy (Fig. 5, Rules 1 and 2; see the module docstring for the order, the
-    tie-breaking and the cost model). ``tuple_bytes[i]``, ``tuple_sites[i]``: per input, by row of
-    its key array (``tuple_sites[i]`` a (n_i, s) bool layout or per key a site / list of sites /
-    None). ``join_flops``: per join group; ``out_bytes``, ``add_flops``: per aggregation group
-    (scalars broadcast). ``rules=(1,)`` or ``(2,)`` runs one rule alone (the paper's Tables 2-3).
+    tie-breaking and the cost model). ``costs``: as ``problem``'s (bytes and sites per input
+    tuple, flops per group, the rates). ``rules=(1,)`` or ``(2,)`` runs one rule alone (the paper's Tables 2-3).
     ``objective="bytes"``: every choice by fewest bytes moved first, predicted time second (the
     default, ``"seconds"``, is the paper's: time first, bytes second). ``trace``: a list that gets,
     per aggregation group in greedy order, a dict of both rules' candidates and the choice."""
-    p = _problem(
-        lin,
-        sites,
-        tuple_bytes,
-        tuple_sites,
-        join_flops,
-        out_bytes,
-        add_flops,
-        rates,
-        bandwidth,
-        flop_rate,
-        task_overhead,
-    )
+    return greedy(problem(lin, sites, **costs), rules=rules, objective=objective, trace=trace)
+
+
+def greedy(
+    p: Problem, *, rules: tuple[int, ...] = (1, 2), objective: str = "seconds", trace: list | None = None
+) -> TwoPhasePlan:
+    """``place_greedy`` on a made ``problem``."""
     if not set(rules) <= {1, 2} or not rules:
         raise ValueError("rules: a non-empty subset of (1, 2)")
     if objective not in ("seconds", "bytes"):
         raise ValueError(f"objective {objective!r}: 'seconds' or 'bytes'")
     bytes_first = objective == "bytes"
-    s, r = p.s, p.rates
-    order, ptr = lin.groups()
-    gorder = _greedy_order(p, order, ptr)
-    # distinct input tuples of each aggregation group (CSR), for Rule 1
-    if lin.n_join:
-        pairs = np.unique((lin.join_agg[:, None] * p.tb.size + p.jt).ravel())
-        ug, ut = pairs // p.tb.size, pairs % p.tb.size
-    else:
-        ug = ut = np.zeros(0, np.int64)
-    uptr = np.zeros(lin.n_agg + 1, np.int64)
-    np.cumsum(np.bincount(ug, minlength=lin.n_agg), out=uptr[1:])
+    lin, s, r = p.lin, p.s, p.rates
+    gorder, (order, ptr), (ut, uptr) = p.greedy_setup
     st = _State(p)
     bw, fr, ov = r.bandwidth, r.flop_rate, r.task_overhead
     order_l, ptr_l, ut_l, uptr_l = order.tolist(), ptr.tolist(), ut.tolist(), uptr.tolist()
@@ -790,7 +771,9 @@ def place_greedy(
             ]
             s1 = _argmin(cost, moved, bytes_first)
             c1, b1 = cost[s1], moved[s1]
-        if 2 in rules:
+        # one join group: Rule 2 puts it and g where Rule 1 does, at the same cost (a tie, which
+        # Rule 1 wins), so it is not run (the trace shows both rules' candidates)
+        if 2 in rules and (len(js) > 1 or c1 is None or trace is not None):
             cnt, b2, xj = _rule2_joins(st, js, af, ob, bytes_first)
             nparts = sum(c > 0 for c in cnt)
             recv = [ob * (nparts - (c > 0)) for c in cnt]
@@ -830,7 +813,7 @@ def place_greedy(
         ys_l[g], chosen_l[g] = s1, 1
     xs, ys = np.array(xs_l, np.int64), np.array(ys_l, np.int64)
     chosen = np.array(chosen_l, np.int8)
-    search = st.seconds() if lin.n_agg else _evaluate(p, xs, ys, None).receive_seconds
+    search = st.seconds() if lin.n_agg else evaluate(p, xs, ys, None).receive_seconds
     homes = np.array(st.home, np.int64)  # set for not-placed tuples only (``copy_to``)
     return TwoPhasePlan(
         lineage=lin,
@@ -838,7 +821,7 @@ def place_greedy(
         join_sites=xs,
         agg_sites=ys,
         homes=homes,
-        cost=_evaluate(p, xs, ys, homes),
+        cost=evaluate(p, xs, ys, homes),
         rule=chosen,
         order=gorder,
         search_seconds=search,
@@ -863,26 +846,14 @@ def brute_force(
     then seconds; or ``"receive-seconds"``, the paper's objective the greedy's rules minimise.
     Not-placed tuples are made at the lowest site needing them. Keyword arguments as
     ``place_greedy``'s."""
-    p = _problem(
-        lin,
-        sites,
-        costs["tuple_bytes"],
-        costs.get("tuple_sites"),
-        costs.get("join_flops", 0.0),
-        costs.get("out_bytes", 0),
-        costs.get("add_flops", 0.0),
-        costs.get("rates"),
-        costs.get("bandwidth"),
-        costs.get("flop_rate"),
-        costs.get("task_overhead"),
-    )
+    p = problem(lin, sites, **costs)
     s, nj, ng = p.s, lin.n_join, lin.n_agg
     if s ** (nj + ng) > limit:
         raise ValueError(f"{s}^{nj + ng} placements: too many for brute force")
     best: tuple | None = None
     for combo in itertools.product(range(s), repeat=nj + ng):
         a = np.asarray(combo, dtype=np.int64)
-        c = _evaluate(p, a[:nj], a[nj:], None)
+        c = evaluate(p, a[:nj], a[nj:], None)
         key = {
             "seconds": (c.seconds, c.bytes_moved),
             "bytes": (c.bytes_moved, c.seconds),
@@ -906,20 +877,12 @@ def static_placement(lin: Lineage, sites: int, rule: str, **costs: Any) -> TwoPh
       that tuple is not placed), aggregation group at the site computing most of its join groups
       (lowest site on ties): owner computes, for data already in place.
     """
-    p = _problem(
-        lin,
-        sites,
-        costs["tuple_bytes"],
-        costs.get("tuple_sites"),
-        costs.get("join_flops", 0.0),
-        costs.get("out_bytes", 0),
-        costs.get("add_flops", 0.0),
-        costs.get("rates"),
-        costs.get("bandwidth"),
-        costs.get("flop_rate"),
-        costs.get("task_overhead"),
-    )
-    s, ng = p.s, lin.n_agg
+    return static(problem(lin, sites, **costs), rule)
+
+
+def static(p: Problem, rule: str) -> TwoPhasePlan:
+    """``static_placement`` on a made ``problem``."""
+    lin, s, ng = p.lin, p.s, p.lin.n_agg
     ys = np.arange(ng, dtype=np.int64) * s // max(ng, 1)
     if rule == "output":
         xs = ys[lin.join_agg]
@@ -937,7 +900,7 @@ def static_placement(lin: Lineage, sites: int, rule: str, **costs: Any) -> TwoPh
         ys = np.argmax(votes, axis=1).astype(np.int64) if ng else ys
     else:
         raise ValueError(f"unknown static rule {rule!r}")
-    c = _evaluate(p, xs, ys, None)
+    c = evaluate(p, xs, ys, None)
     return TwoPhasePlan(lin, s, xs, ys, c.homes, c, strategy=f"static-{rule}")
 
 

@@ -33,7 +33,7 @@ from ..ia.nodes import IANode
 from .cost import Rates
 from .layout import Alt, has_placement
 from .symbolic import Cand, cell_flops, key_bytes, key_elements, present_keys
-from .twophase import Lineage, TwoPhasePlan, evaluate_placement, lineage, place_greedy, static_placement
+from .twophase import Lineage, Problem, TwoPhasePlan, evaluate, evaluate_placement, greedy, lineage, problem, static
 
 NAME = "two-phase"
 MAX_JOIN_GROUPS = 5_000  # the candidate (both greedy runs and the rivals) costs ~20 µs per join group: ~0.1 s
@@ -69,7 +69,7 @@ def applies(agg, views) -> bool:
     return False  # dense, made by this plan: its layouts are the whole-relation strategies' own
 
 
-class _Problem:
+class _Contraction:
     """The contraction as an aggregated join tree over its existing keys (labels: the join's
     output dims), with the bytes and flops of each group. What depends on the key sets only
     (the lineage, the groups' bytes and flops) is made once per contraction and kept on its
@@ -109,7 +109,7 @@ def _lineage_and_costs(agg, views) -> tuple:
 def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | None = None) -> Cand:
     """The two-phase candidate: the greedy's placement (or ``fixed``'s, re-costed for where the
     inputs are now), with its exact bytes, per-site received bytes and flops."""
-    p = _Problem(agg, views)
+    p = _Contraction(agg, views)
     rates = rates or Rates()
     if fixed is None:
         plan = _best(p, s, rates)
@@ -161,36 +161,33 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
     )
 
 
-def _best(p: _Problem, s: int, rates: Rates) -> TwoPhasePlan:
+def _best(p: _Contraction, s: int, rates: Rates) -> TwoPhasePlan:
     """The paper's greedy (time first, then bytes), its bytes-first variant and the static
     whole-relation placements, costed in one model: the fastest predicted, then fewest bytes.
-    (The greedy alone can trade bytes for balance and lose to a static rule: see ``twophase``.)"""
-    kw = dict(tuple_sites=p.tuple_sites, rates=rates, **p.costs)
-    plans = [
-        replace(place_greedy(p.lin, s, objective=o, **kw), strategy=f"greedy, {o} first") for o in ("seconds", "bytes")
-    ]
-    plans += [static_placement(p.lin, s, rule, **kw) for rule in ("output", "join")]
-    plans += [q for i in range(len(p.views)) if (q := _owner(p, s, i, kw)) is not None]
-    return min(plans, key=lambda q: (round(q.cost.seconds, 9), q.cost.bytes_moved))
+    (The greedy alone can trade bytes for balance and lose to a static rule: see ``twophase``.)
+    One ``problem`` serves them all."""
+    q = problem(p.lin, s, tuple_sites=p.tuple_sites, rates=rates, **p.costs)
+    plans = [replace(greedy(q, objective=o), strategy=f"greedy, {o} first") for o in ("seconds", "bytes")]
+    plans += [static(q, rule) for rule in ("output", "join")]
+    plans += [_owner(q, i) for i, held in enumerate(p.tuple_sites) if held is not None]
+    return min(plans, key=lambda o: (round(o.cost.seconds, 9), o.cost.bytes_moved))
 
 
-def _owner(p: _Problem, s: int, i: int, kw: dict) -> TwoPhasePlan | None:
-    """Owner computes, by input ``i``: each join group where its input-``i`` tuple is (lowest
-    replica), each aggregation group where most of its join groups are (lowest site on ties).
-    None if input ``i`` is not placed."""
-    held = p.tuple_sites[i]
-    if held is None:
-        return None
-    rows = held[p.lin.join_tuples[:, i]]
+def _owner(q: Problem, i: int) -> TwoPhasePlan:
+    """Owner computes, by placed input ``i``: each join group where its input-``i`` tuple is
+    (lowest replica), each aggregation group where most of its join groups are (lowest site on
+    ties)."""
+    lin, s = q.lin, q.s
+    rows = q.held[q.jt[:, i]]
     xs = np.where(rows.any(axis=1), rows.argmax(axis=1), 0).astype(np.int64)
-    votes = np.zeros((p.lin.n_agg, s), np.int64)
-    np.add.at(votes, (p.lin.join_agg, xs), 1)
+    votes = np.zeros((lin.n_agg, s), np.int64)
+    np.add.at(votes, (lin.join_agg, xs), 1)
     ys = votes.argmax(axis=1).astype(np.int64)
-    c = evaluate_placement(p.lin, s, xs, ys, **kw)
-    return TwoPhasePlan(p.lin, s, xs, ys, c.homes, c, strategy=f"static-owner-{i}")
+    c = evaluate(q, xs, ys)
+    return TwoPhasePlan(lin, s, xs, ys, c.homes, c, strategy=f"static-owner-{i}")
 
 
-def _need(p: _Problem, plan: TwoPhasePlan, i: int, s: int) -> np.ndarray:
+def _need(p: _Contraction, plan: TwoPhasePlan, i: int, s: int) -> np.ndarray:
     """(tuples of input i, s): the sites each tuple must be on (its join groups', else its home
     or where it is)."""
     need = np.zeros((len(p.rows[i]), s), bool)
@@ -198,7 +195,7 @@ def _need(p: _Problem, plan: TwoPhasePlan, i: int, s: int) -> np.ndarray:
     return need
 
 
-def _received(p: _Problem, plan: TwoPhasePlan, i: int) -> int:
+def _received(p: _Contraction, plan: TwoPhasePlan, i: int) -> int:
     """Bytes of input i's tuples sent to the sites of their join groups."""
     v = p.views[i]
     need = _need(p, plan, i, plan.sites)
