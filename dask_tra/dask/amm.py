@@ -26,6 +26,7 @@ from distributed.active_memory_manager import ReduceReplicas, Suggestion
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 NAME = "dask-tra-keep-pinned-replicas"
+SNAPSHOT_OP = "dask_tra_snapshot"  # the scheduler handler ``UseKeepPinnedReplicas`` adds
 HOLD_S = 30.0
 _held: dict = {}  # key -> time.monotonic() until which its replicas stay (in the scheduler's process)
 
@@ -93,18 +94,26 @@ class KeepPinnedReplicas(ReduceReplicas):
 
 
 class UseKeepPinnedReplicas(SchedulerPlugin):
-    """Scheduler plugin: replace the active memory manager's ``ReduceReplicas`` policies."""
+    """Scheduler plugin: replace the active memory manager's ``ReduceReplicas`` policies, and
+    answer planning's placement query (``snapshot``) as a scheduler handler: one message each
+    way, without ``run_on_scheduler``'s pickled function (0.77 against 1.18 ms a round trip on
+    an idle LocalCluster)."""
 
     name = NAME
     idempotent = True  # one replacement per scheduler, whichever client registers it
 
     def start(self, scheduler):
+        self.scheduler = scheduler
+        scheduler.handlers[SNAPSHOT_OP] = self.snapshot
         amm = scheduler.extensions.get("amm")
         if amm is None:
             return
         for policy in [p for p in amm.policies if type(p) is ReduceReplicas]:
             amm.policies.discard(policy)
             amm.add_policy(KeepPinnedReplicas())
+
+    def snapshot(self, keys=()):
+        return snapshot(self.scheduler, keys)
 
 
 def ensure_installed(client):
@@ -113,3 +122,9 @@ def ensure_installed(client):
         return
     client.register_plugin(UseKeepPinnedReplicas(), name=NAME)
     client._dask_tra_amm = True
+
+
+def query_snapshot(client, keys) -> tuple:
+    """``snapshot`` on the client's scheduler (the policy installed first), in one round trip."""
+    ensure_installed(client)
+    return tuple(client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys)))

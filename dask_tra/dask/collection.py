@@ -276,10 +276,9 @@ def cluster_snapshot(held: dict) -> tuple:
     client = active_client()
     if not held or client is None or client.status != "running" or _in_event_loop(client):
         return None, None
-    from .amm import snapshot
+    from .amm import query_snapshot
 
-    ensure_installed(client)
-    info, who, computing = client.run_on_scheduler(snapshot, keys=[dk for keys in held.values() for dk in keys])
+    info, who, computing = query_snapshot(client, [dk for keys in held.values() for dk in keys])
     return info, (who, computing)
 
 
