@@ -20,6 +20,22 @@ SPARSE_COMPETITORS = (["numpy", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED_S
 ALL_COMPETITORS = DEFAULT_COMPETITORS + [c for c in SPARSE_COMPETITORS if c not in DEFAULT_COMPETITORS]
 
 
+
+def round_order(comps, i):
+    """Round ``i``'s order of ``comps``: a balanced (Williams) sequence, mirrored every other
+    round, so each competitor runs right after each other one (dask.array's big run above all,
+    whose clean-up slows the next run) about equally often. A fixed order, or one rotated per
+    round, keeps the same neighbours in every round."""
+    n, pat, lo, hi = len(comps), [0], 1, len(comps) - 1
+    while len(pat) < n:
+        pat.append(lo)
+        lo += 1
+        if len(pat) < n:
+            pat.append(hi)
+            hi -= 1
+    order = [comps[(i // 2 + p) % n] for p in pat] if n else []
+    return order[::-1] if i % 2 else order
+
 def default_competitors(suite):
     return SPARSE_COMPETITORS if suite == "sparse" else DEFAULT_COMPETITORS
 
@@ -188,9 +204,8 @@ def run(args):
                 cluster_comps = [c for c in comps if c not in ("numpy", "torch")
                                  and (w.contraction or not c.startswith("dask_tra:"))]
                 cres = {c: run_cluster_competitor(runner, w, dims, c, repeat, reference) for c in cluster_comps}
-                for i in range(repeat):  # round-robin, so load drift hits every competitor alike,
-                    k = i % max(1, len(cluster_comps))  # each round starting one later: none always
-                    for c in cluster_comps[k:] + cluster_comps[:k]:  # follows dask.array's big run
+                for i in range(repeat):  # every competitor once a round: load drift hits all alike
+                    for c in round_order(cluster_comps, i):
                         add_timed_run(runner, cres[c], w, dims, c, seed=0)
                 results.extend(cres.values())
                 if no_sparse:
