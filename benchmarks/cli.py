@@ -20,7 +20,6 @@ SPARSE_COMPETITORS = (["numpy", "dask_tra"] + [f"dask_tra:{f}" for f in FORCED_S
 ALL_COMPETITORS = DEFAULT_COMPETITORS + [c for c in SPARSE_COMPETITORS if c not in DEFAULT_COMPETITORS]
 
 
-
 def round_order(comps, i):
     """Round ``i``'s order of ``comps``: a balanced (Williams) sequence, mirrored every other
     round, so each competitor runs right after each other one (dask.array's big run above all,
