@@ -35,6 +35,7 @@ def round_order(comps, i):
     order = [comps[(i // 2 + p) % n] for p in pat] if n else []
     return order[::-1] if i % 2 else order
 
+
 def default_competitors(suite):
     return SPARSE_COMPETITORS if suite == "sparse" else DEFAULT_COMPETITORS
 

@@ -270,8 +270,9 @@ def rebalance_irregular(client, x):
     landed; every later call (the other competitors, the repeats) moves each block back to its
     recorded worker, and all compare their plans on one placement."""
     from distributed import futures_of
-    futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
+
     from dask_tra.dask.amm import ensure_installed
+    futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
     ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
     client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])
     sig = (tuple(sorted(client.scheduler_info()["workers"])), tuple(sorted(futs)))

@@ -352,7 +352,12 @@ class Problem:
             ug = ut = np.zeros(0, np.int64)
         uptr = np.zeros(lin.n_agg + 1, np.int64)
         np.cumsum(np.bincount(ug, minlength=lin.n_agg), out=uptr[1:])
-        return _greedy_order(self, order, ptr), (order, ptr), (ut, uptr)
+        # the order (module docstring): descending flops, join groups, input bytes; then key
+        gflops = np.bincount(lin.join_agg, weights=self.jf, minlength=lin.n_agg)
+        gbytes = np.bincount(ug, weights=self.tb[ut], minlength=lin.n_agg)
+        keys = [lin.agg_keys[:, d] for d in range(lin.agg_keys.shape[1])][::-1]
+        gorder = np.lexsort((*keys, -gbytes, -np.diff(ptr), -gflops)).astype(np.int64)
+        return gorder, (order, ptr), (ut, uptr)
 
 
 def problem(
@@ -709,16 +714,6 @@ def _rule2_joins(st: _State, js: list, af: float, ob: int, bytes_first: bool) ->
     return cnt, b2, xj
 
 
-def _greedy_order(p: Problem, order: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    lin = p.lin
-    gflops = np.bincount(lin.join_agg, weights=p.jf, minlength=lin.n_agg)
-    njoin = np.diff(ptr)
-    pairs = np.unique((lin.join_agg[:, None] * p.tb.size + p.jt).ravel()) if lin.n_join else np.zeros(0, np.int64)
-    gbytes = np.bincount(pairs // max(p.tb.size, 1), weights=p.tb[pairs % max(p.tb.size, 1)], minlength=lin.n_agg)
-    keys = [lin.agg_keys[:, d] for d in range(lin.agg_keys.shape[1])][::-1]
-    return np.lexsort((*keys, -gbytes, -njoin, -gflops)).astype(np.int64)
-
-
 def place_greedy(
     lin: Lineage,
     sites: int,
@@ -844,8 +839,7 @@ def brute_force(
     """The optimum over every placement of every join group and aggregation group (``s^(N_j+N_g)``
     of them; refused above ``limit``), by ``objective``: ``"seconds"``, then bytes; ``"bytes"``,
     then seconds; or ``"receive-seconds"``, the paper's objective the greedy's rules minimise.
-    Not-placed tuples are made at the lowest site needing them. Keyword arguments as
-    ``place_greedy``'s."""
+    Not-placed tuples are made at the lowest site needing them. ``costs``: as ``problem``'s."""
     p = problem(lin, sites, **costs)
     s, nj, ng = p.s, lin.n_join, lin.n_agg
     if s ** (nj + ng) > limit:
