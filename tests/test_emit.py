@@ -236,3 +236,47 @@ def test_amm_keeps_the_replica_a_waiting_pinned_task_reads(client):
 
 def _policy_names(dask_scheduler=None):
     return [type(p).__name__ for p in dask_scheduler.extensions["amm"].policies]
+
+
+# -- fusion never delays a fetch behind another site's work ------------------------------------
+
+def _chain(tasks, dk, site, *reads):
+    from dask.task_spec import TaskRef
+    tasks.add(dk, Task(dk, _sum_of, *(TaskRef(r) for r in reads)), list(reads), site)
+
+
+def _sum_of(*xs):
+    return sum(xs, 1)
+
+
+def test_a_task_that_fetches_is_not_fused_into_a_reader_waiting_for_another_task():
+    """``merge`` on site 0 reads ``own`` (site 0, read once: fusable) and ``far`` (site 1).
+    ``own`` fetches a chunk made on site 1: fused into ``merge`` it would fetch only once ``far``
+    exists (dask sends a task when all its inputs are), so it stays a task. A ``local`` task
+    (its input on its own site) is still fused, and so is a fetching task whose reader waits
+    for nothing else."""
+    from dask_tra.dask.emit import _Tasks
+    g = _Tasks()
+    _chain(g, ("src",), 1)
+    _chain(g, ("far",), 1)
+    _chain(g, ("mine",), 0)
+    _chain(g, ("own",), 0, ("src",))        # fetches src from site 1
+    _chain(g, ("local",), 0, ("mine",))     # reads site 0 only
+    _chain(g, ("merge",), 0, ("own",), ("local",), ("far",))
+    _chain(g, ("alone",), 0, ("src2",))     # fetches a persisted key held on site 2
+    _chain(g, ("top",), 0, ("alone",))      # waits for nothing else
+    g.exposed |= {("merge",), ("top",)}
+    out = g.fused({("src2",): {2}})
+    assert ("own",) in out                  # a task of its own
+    assert ("local",) not in out and ("mine",) not in out   # fused into merge
+    assert ("alone",) not in out            # fused into top
+    assert out[("merge",)].dependencies == {("own",), ("far",)}
+    assert out[("top",)].dependencies == {("src2",)}
+    # a persisted key on the reader's own site is no fetch: fused as before
+    for site, fused in ((0, True), (1, False)):
+        g2 = _Tasks()
+        _chain(g2, ("far",), 1)
+        _chain(g2, ("own",), 0, ("held",))
+        _chain(g2, ("merge",), 0, ("own",), ("far",))
+        g2.exposed.add(("merge",))
+        assert (("own",) not in g2.fused({("held",): {site}})) == fused

@@ -9,8 +9,10 @@ aggregation of several chunks). Nothing else is a task:
 - pure re-labelling (ReKey, insertDim, filters, one-member aggregation) reads the origin's key;
 - a task whose chunk is read once, by a task on the same site, is fused into that task (a
   chain of local maps and joins becomes one task, as dask fuses blockwise chains; a block
-  that is free to make is made inside its consumer); a local join read only by a local fold
-  is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a time.
+  that is free to make is made inside its consumer), unless it fetches from another site and
+  its reader waits for another task (``_Tasks.fused``); a local join read only by a local
+  fold is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a
+  time.
 
 The replicas the moves leave are the plan's: dask's active memory manager would drop those
 whose pinned readers are still waiting (see ``amm.py``, installed with the plan's client).
@@ -159,7 +161,9 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                 g.add(ok, Alias(ok, src), [src], site)
             g.exposed.add(ok)
     moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
-    graph = _graph(g.fused(), g.site, external, ext_pins, f"tra-external-{token}", workers)
+    held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
+    held.update(home)
+    graph = _graph(g.fused(held), g.site, external, ext_pins, f"tra-external-{token}", workers)
     return graph, out_keys, reads - fetched, moves
 
 
@@ -221,8 +225,15 @@ class _Tasks:
     def add(self, dk, spec, refs, site):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
 
-    def fused(self) -> dict:
-        """Every task, with each task read once by a task on its site inlined into that reader."""
+    def fused(self, held=None) -> dict:
+        """Every task, with each task read once by a task on its site inlined into that reader.
+
+        A task that fetches a chunk from another site (``held``: external key -> the sites
+        holding it) is not inlined into a reader that also waits for another task: dask sends a
+        task to its worker only once every input exists, so the fused task would start that
+        fetch only after the other input is made (an all-to-one merge fused with the merging
+        site's own share waited for the other sites before fetching its own partial sums)."""
+        held = held or {}
         count, reader = {}, {}
         for dk, refs in self.reads.items():
             for r in refs:
@@ -234,9 +245,21 @@ class _Tasks:
             if count.get(dk) == 1 and dk not in self.exposed and self.site[reader[dk]] == self.site[dk]
         }
         out, depth = {}, {}
+        fetches, waits = {}, {}  # per task as emitted: reads a chunk on another site; reads a task
         for dk, spec in self.spec.items():
-            subs = {r: out.pop(r) for r in self.reads[dk] if r in inline and depth[r] < MAX_DEPTH}
+            site, reads = self.site[dk], self.reads[dk]
+            cands = [r for r in reads if r in inline and depth[r] < MAX_DEPTH]
+            quiet = {r for r in cands if not fetches[r]}
+            for r in cands:
+                if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
+                    quiet.add(r)
+            subs = {r: out.pop(r) for r in cands if r in quiet}
             depth[dk] = 1 + max((depth[r] for r in subs), default=0)
+            own = [r for r in reads if r not in subs]
+            fetches[dk] = any(fetches[r] for r in subs) or any(
+                site not in ({self.site[r]} if r in self.site else held.get(r, {site})) for r in own
+            )
+            waits[dk] = any(waits[r] for r in subs) or any(r in self.spec for r in own)
             if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
                 spec = _rekey(subs[spec.target], dk)
             elif subs:

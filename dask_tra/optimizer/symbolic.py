@@ -451,7 +451,8 @@ def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     moved = int(nb @ (partial & ~home).sum(axis=1))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
     # one final task per group made of several partials; the partial already at its home is read
-    # once there, so emission fuses it into that task
+    # once there, so emission fuses it into that task (unless that partial fetches moved chunks:
+    # then it stays a task, one this count misses; see ``emit._Tasks.fused``)
     multi = counts > 1
     tasks += int(multi.sum()) - int((multi & (partial & home).any(axis=1)).sum())
     return home, moved, paper, tasks, "two-phase"
