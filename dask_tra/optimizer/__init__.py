@@ -35,7 +35,7 @@ from .search import (
     views_of,
 )
 from .search import candidates as _candidates
-from .symbolic import key_bytes
+from .symbolic import key_bytes, type_facts
 
 
 @dataclass(eq=False)
@@ -136,16 +136,18 @@ def plan_many(
     hit = cache.get(exact)
     found = _replay(hit, order) if hit is not None else None
     if found is None and cache.get(loose) is not None:
-        found = _recost(cache.get(loose), order, sites, placements, rates, memory_limit)
-        if found is not None:
-            cache.put(exact, _template(found[0], order, found[1], found[2]))
+        recosted = _recost(cache.get(loose), order, sites, placements, rates, memory_limit)
+        if recosted is not None:
+            roots, cost, cands, seen = recosted
+            cache.put(exact, _template(roots, cost, cands, seen, order))
+            found = roots, cost, cands
     if found is not None:
         alts, cost, cands = found
     else:
         best, _ = search(exprs, sites, placements, memory_limit, force, keep, rates, one_layout)
         alts = tuple(best[id(e)] for e in exprs)
-        cost, cands = final_costs(alts, sites, rates)
-        template = _template(alts, order, cost, cands)
+        cost, cands, seen = final_costs(alts, sites, rates)
+        template = _template(alts, cost, cands, seen, order)
         cache.put(exact, template)
         cache.put(loose, template)
     return Plan(exprs, sites, alts, cost, cands, rates, tuple(a.layout for a in alts))
@@ -154,15 +156,16 @@ def plan_many(
 def final_costs(roots, s, rates):
     """Exact costs of a chosen plan: each alternative re-costed once, in topological order, with
     the copies earlier consumers already moved (a second move of a tuple to a site is free).
-    Returns (Cost, {id(alt): Cand})."""
+    Returns (Cost, {id(alt): Cand}, {id(alt): what it was costed over (``_seen``)})."""
     totals = _Totals(s)
     for alt in chosen(roots):
         if alt.inputs:
-            cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, totals.copies(alt.inputs), s, rates)
-            totals.add(alt, cand)
+            present = totals.copies(alt.inputs)
+            cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, present, s, rates)
+            totals.add(alt, cand, _seen(alt.inputs, present))
         else:
             totals.present[id(alt)] = alt.layout
-    return totals.cost(roots, rates), totals.cands
+    return totals.cost(roots, rates), totals.cands, totals.seen
 
 
 class _Totals:
@@ -175,6 +178,7 @@ class _Totals:
 
     def __init__(self, s):
         self.present, self.cands = {}, {}
+        self.seen = {}  # id(alt) -> ``_seen`` of the inputs its candidate was costed over
         self.same = {}  # id(relabelling alt) -> (id(the alt whose chunks it has), its rows there)
         self.moved = self.paper = self.tasks = 0
         self.flops, self.site_moved, self.site_sent = np.zeros(s), np.zeros(s), np.zeros(s)
@@ -202,7 +206,7 @@ class _Totals:
         else:
             self.present[id(alt)] = p
 
-    def add(self, alt, cand):
+    def add(self, alt, cand, seen):
         for a, p in zip(alt.inputs, cand.present):
             if not a.free:
                 self._keep(a, p)
@@ -214,6 +218,7 @@ class _Totals:
         else:
             self.present[id(alt)] = alt.layout
         self.cands[id(alt)] = cand
+        self.seen[id(alt)] = seen
         self.moved += cand.moved
         into, out_of = flows(cand, len(self.flops))
         self.site_moved, self.site_sent = self.site_moved + into, self.site_sent + out_of
@@ -250,32 +255,53 @@ def _one_candidate(node, strategy, cand, inputs, present, s, rates):
     return _candidates(node, kind_of(node), views, s, only, rates, cand.detail.get("twophase")).get(strategy)
 
 
+def _seen(inputs, present) -> tuple:
+    """What an operator's costing reads of its inputs (``views_of``): which are one relation,
+    whether free or placed, where each is and where copies of it are. Equal for two operators
+    of one structure, the costing is equal too (``_recost`` reuses it)."""
+    first: dict = {}
+    out = []
+    for a in inputs:
+        copies = a.layout if a.free else present[id(a)]
+        out.append(
+            (first.setdefault(id(a), len(first)), a.free, a.placement is not None, a.layout.tobytes(), copies.tobytes())
+        )
+    return tuple(out)
+
+
 def _recost(template, order, s, placements, rates, memory_limit):
     """A cached plan's choices re-costed for other input placements, in one pass: one candidate
-    per operator, costed with the copies earlier operators moved (as ``final_costs``); None if
-    a choice no longer applies or no longer fits the memory limit."""
-    entries, root_pos, _ = template
+    per operator, costed with the copies earlier operators moved (as ``final_costs``), or the
+    cached costing itself where the operator's inputs are where they were (downstream of an
+    input that moved, a strategy often lays its result out as before); None if a choice no
+    longer applies or no longer fits the memory limit."""
+    entries, root_pos, _, facts = template
+    for node, known in zip(order, facts):
+        for name, value in known.items():
+            node.type._cache.setdefault(name, value)
     made = []
     totals = _Totals(s)
-    for node_index, alt, cand in entries:
+    for node_index, alt, cand, was in entries:
         node = order[node_index]
         if cand is None:
             made.append(input_alt(node, s, placements or {}))
             totals.present[id(made[-1])] = made[-1].layout
             continue
         kids = tuple(made[j] for j in alt.inputs)
-        c = _one_candidate(node, alt.strategy, cand, kids, totals.copies(kids), s, rates)
+        present = totals.copies(kids)
+        seen = _seen(kids, present)
+        c = cand if seen == was else _one_candidate(node, alt.strategy, cand, kids, present, s, rates)
         if c is None:
             return None
         new = combine(node, alt.strategy, c, kids, rates)
         new.table = alt.table
         made.append(new)
-        totals.add(new, c)
+        totals.add(new, c, seen)
     roots = tuple(made[j] for j in root_pos)
     cost = totals.cost(roots, rates)
     if memory_limit is not None and max(cost.peak_memory.values(), default=0) > memory_limit:
         return None
-    return roots, cost, totals.cands
+    return roots, cost, totals.cands, totals.seen
 
 
 def _report(roots, cands):
@@ -300,23 +326,30 @@ def _report(roots, cands):
     return ops, steps
 
 
-def _template(roots, order, cost, cands):
-    """A chosen plan with its TRA nodes replaced by their walk positions (for ``cache``)."""
+def _template(roots, cost, cands, seen, order):
+    """A chosen plan with its TRA nodes replaced by their walk positions (for ``cache``); with
+    each operator's costing, what it was costed over (``_seen``), and the structural facts of
+    the nodes' types (``type_facts``)."""
     index = {id(n): i for i, n in enumerate(order)}
     alts = chosen(roots)
     pos = {id(a): j for j, a in enumerate(alts)}
     entries = [
-        (index[id(a.node)], replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)), cands.get(id(a)))
+        (
+            index[id(a.node)],
+            replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)),
+            cands.get(id(a)),
+            seen.get(id(a)),
+        )
         for a in alts
     ]
-    return entries, [pos[id(r)] for r in roots], cost
+    return entries, [pos[id(r)] for r in roots], cost, [type_facts(n.type) for n in order]
 
 
 def _replay(template, order):
-    entries, root_pos, cost = template
+    entries, root_pos, cost, _ = template
     made: list[Alt] = []
     cands: dict[int, object] = {}
-    for node_index, alt, cand in entries:
+    for node_index, alt, cand, _ in entries:
         new = replace(alt, node=order[node_index], inputs=tuple(made[j] for j in alt.inputs))
         made.append(new)
         if cand is not None:

@@ -49,6 +49,16 @@ def key_elements(t) -> np.ndarray:
     return out
 
 
+STRUCTURAL_FACTS = ("elements", "key_elements", "key_mask", "present_keys", "key_flops")
+
+
+def type_facts(t) -> dict:
+    """What ``t._cache`` holds that follows from the node's structure alone (its type, and for a
+    join its kernel): equal for the nodes of two expressions with one structure (``cache``), so
+    a cached plan re-costed for a new expression hands them over instead of recomputing."""
+    return {name: t._cache[name] for name in STRUCTURAL_FACTS if name in t._cache}
+
+
 def key_bytes(t) -> np.ndarray:
     return key_elements(t) * t.dtype.itemsize
 
