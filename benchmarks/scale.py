@@ -7,7 +7,8 @@
   LocalCluster: planning time, and plan + compute against dask.array's compute;
 - depth: 1000 chained elementwise ops, computed, against dask.array;
 - reuse: a 10-step FFNN training loop (the paper suite's ``ffnn-xml`` step, quick sizes):
-  planning time per step (steps after the first replay the first step's plan).
+  planning time per step (step 2 re-costs step 1's plan for where step 1's outputs landed;
+  later steps replay it, and read the workers and placements from the client's mirror).
 """
 from __future__ import annotations
 
@@ -108,7 +109,8 @@ def depth_row(client, n=1000):
 
 def reuse_rows(client, steps=10):
     """Per step: ``planned()`` in all, of which the optimizer (``plan_many``: the search, a replay
-    or a re-cost) and the scheduler round trip reading the workers and the inputs' placements."""
+    or a re-cost) and reading the workers and the inputs' placements (a scheduler round trip,
+    or the client's mirror once it knows them)."""
     import dask
 
     import dask_tra as dt
@@ -180,7 +182,7 @@ def markdown(out) -> str:
                      f"{r['ratio']:.2f} |")
     d = out["depth"]
     lines += ["", f"1000 chained elementwise ops: dask_tra {d['dask_tra_s']:.2f} s, dask.array {d['dask_s']:.2f} s "
-                  f"(ratio {d['ratio']:.2f}).", "", "| FFNN step | optimizer | cluster query | planned() in all | step |", "|---:|---:|---:|---:|---:|"]
+                  f"(ratio {d['ratio']:.2f}).", "", "| FFNN step | optimizer | workers and placements | planned() in all | step |", "|---:|---:|---:|---:|---:|"]
     for r in out["reuse"]:
         lines.append(f"| {r['step']} | {r['optimizer_ms']:.1f} ms | {r['query_ms']:.1f} ms | {r['plan_ms']:.1f} ms "
                      f"| {r['step_s']:.2f} s |")

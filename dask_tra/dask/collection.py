@@ -270,15 +270,20 @@ def held_inputs(sources) -> dict:
 
 
 def cluster_snapshot(held: dict) -> tuple:
-    """(the workers' info, where ``held``'s keys are) in one scheduler round trip, when a Client
-    is active and an input may be on the cluster; else (None, None), and each is asked for
-    separately."""
+    """(the workers' info, where ``held``'s keys are) when a Client is active: from its mirror
+    when that knows them all (``mirror.py``), else in one scheduler round trip; (None, None)
+    without a running Client."""
     client = active_client()
-    if not held or client is None or client.status != "running" or _in_event_loop(client):
+    if client is None or client.status != "running" or _in_event_loop(client):
         return None, None
-    from .amm import query_snapshot
+    from .amm import HOLD_S, query_snapshot
+    from .mirror import mirror_of
 
-    info, who, computing = query_snapshot(client, [dk for keys in held.values() for dk in keys])
+    keys = [dk for keys in held.values() for dk in keys]
+    known = mirror_of(client, HOLD_S).read(keys)
+    if known is not None:
+        return known[0], (known[1], [])
+    info, who, computing = query_snapshot(client, keys)
     return info, (who, computing)
 
 
