@@ -163,5 +163,5 @@ def query_snapshot(client, keys) -> tuple:
     mirror = mirror_of(client, HOLD_S)
     suspect = mirror.suspect
     out = tuple(client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), client=client.id, synced=suspect))
-    mirror.asked(keys)
+    mirror.asked(out[1])  # the keys in memory: the ones the query held
     return out
