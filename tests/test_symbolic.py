@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import dask_tra as dt
 from dask_tra.ia import execute, project
 from dask_tra.optimizer import evaluate_cost, plan
-from dask_tra.optimizer.symbolic import grid_need, grid_sites, reduce_to
+from dask_tra.optimizer.symbolic import grid_need, grid_sites, homes, reduce_to
 from dask_tra.ia.partitioning import Grid
 from dask_tra.tra import assemble
 
@@ -75,6 +75,35 @@ def test_grid_layouts_match_grid_site(frontier, s, data):
     for r, sk in enumerate(np.ndindex(*side)):
         cells = {grid.site(k, frontier, s) for k in keys if all(k[d] == v for d, v in zip(pos, sk))}
         assert set(np.flatnonzero(need[r])) == cells
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(0, 2**31))
+def test_homes_are_needing_sites_in_turn(n, s, seed):
+    need = np.random.default_rng(seed).random((n, s)) < 0.5
+    need[~need.any(axis=1), 0] = True
+    at = homes(need)
+    assert need[np.arange(n), at].all()  # each tuple is made at a site that needs it
+    _, group = np.unique(need, axis=0, return_inverse=True)
+    for g in np.unique(group):
+        rows = np.flatnonzero(group.ravel() == g)
+        made = np.bincount(at[rows], minlength=s)[need[rows[0]]]
+        assert made.max() - made.min() <= 1  # and the tuples with one set of sites share them out
+
+
+def test_free_inputs_replicated_on_a_grid_are_made_where_the_grid_needs_them():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((16, 3)), rng.standard_normal((3, 13))
+    x, y = dt.from_array(a, chunks=(2, 3)), dt.from_array(b, chunks=(3, 2))  # 8 row, 7 column blocks
+    z = x @ y
+    inputs = {name: {k: src.chunk(k) for k in src.type.iter_keys()} for name, src in z.sources.items()}
+    p = plan(z.expr, 4, force="d=[2, 1, 2]")
+    res = execute(p.root, inputs)
+    np.testing.assert_allclose(assemble(z.expr.type, project(p.root, res)), a @ b, rtol=1e-12)
+    # every block goes to the two cells of its row (column) group: made at one, moved once to the other
+    assert res.bytes_moved == p.cost.bytes_moved == a.nbytes + b.nbytes
+    got = np.asarray(p.cost.site_moved)
+    assert got.max() - got.min() <= 2 * 3 * 8  # the sites receive equal shares, to a block
 
 
 def test_reduce_to_ors_over_dropped_dims():

@@ -21,11 +21,14 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, part
+import numpy as np
+
+from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, SiteMap, part
 from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
 from .cost import evaluate_cost
 from .layout import Alt, align, broadcast, finish_aggregate, place
+from .symbolic import grid_need, held, homes
 
 # Tie-breaking order when candidates cost the same; a new strategy is listed here.
 PREFERENCE = (
@@ -70,11 +73,20 @@ def _grid_join(join, left: Alt, right: Alt, grid: Grid):
             local = Grid(tuple(pos.index(d) for d in grid.dims), grid.groups)
             sides.append((place(alt, local), pos))
         else:  # replicate into the full output key space, then place by the grid
-            base = place(alt, part(range(alt.node.type.key_arity), alt.node.type.frontier)) if alt.free else alt.node
+            base = place(alt, _homes(alt.node.type, grid, pos, alt.node.s)) if alt.free else alt.node
             sides.append((Shuffle(expand(base, pos, out), grid), list(range(len(out)))))
     (lnode, lp), (rnode, rp) = sides
     common = [d for d in lp if d in rp]
     return LocalJoin(lnode, rnode, [lp.index(d) for d in common], [rp.index(d) for d in common], join.kernel)
+
+
+def _homes(t, grid: Grid, pos, s: int) -> SiteMap:
+    """Each tuple of a free input made at one of the grid cells it is replicated to
+    (``symbolic.homes``: the cost model's placement, key for key)."""
+    keys = list(t.iter_keys())
+    at = homes(held(grid_need(grid, pos, t.frontier, s), t))
+    rows = np.ravel_multi_index(np.array(keys).T, t.frontier) if keys and t.frontier else np.zeros(len(keys), int)
+    return SiteMap({k: (int(at[r]),) for k, r in zip(keys, rows)})
 
 
 def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> dict:

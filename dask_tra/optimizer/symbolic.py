@@ -166,6 +166,23 @@ def grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
     return m[inv.ravel()]
 
 
+def homes(need) -> np.ndarray:
+    """Where to make each tuple of a free input that goes to the sites ``need`` (keys × sites):
+    one of its own sites, the tuples going to one set of sites taking those sites in turn, so
+    each tuple moves once fewer and the sites make, send and receive equal shares."""
+    n = need.sum(axis=1)
+    if not len(n):
+        return np.zeros(0, np.int64)
+    _, group = np.unique(need, axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.argsort(group, kind="stable")
+    counts = np.bincount(group)
+    rank = np.empty(len(group), np.int64)
+    rank[order] = np.arange(len(group)) - np.repeat(np.cumsum(counts) - counts, counts)
+    pick = rank % np.maximum(n, 1)
+    return np.minimum((np.cumsum(need, axis=1) <= pick[:, None]).sum(axis=1), need.shape[1] - 1)
+
+
 def gather(layout, side_frontier, pos, out_frontier) -> np.ndarray:
     """Rows of a layout over ``out_frontier`` taken from the side tuple each out key projects to
     (side dim i is out dim ``pos[i]``)."""
@@ -268,12 +285,13 @@ class Moves:
     def _set(self, i, layout):
         self._present[self._slot[i]] = layout
 
-    def _base(self, i):
-        """A free input is first placed by PART(all dims), at no cost."""
+    def _base(self, i, need=None):
+        """A free input is first made at no cost: by PART(all dims), or where ``homes(need)`` says."""
         v = self.views[i]
         if v.free:
             f = v.type.frontier
-            self._set(i, held(grid_layout(part(range(v.type.key_arity), f), f, self.s), v.type))
+            at = grid_sites(part(range(v.type.key_arity), f), f, self.s) if need is None else homes(need)
+            self._set(i, held(onehot(at, self.s), v.type))
         return self._get(i)
 
     def _send(self, i, need, what, paper_copies):
@@ -323,9 +341,9 @@ class Moves:
 
     def replicate(self, i, grid, pos, out_frontier):
         """Input i copied to every cell of ``grid`` (over the join's key space) it belongs to."""
-        self._base(i)
         v = self.views[i]
-        need = grid_need(grid, pos, v.type.frontier, self.s)
+        need = held(grid_need(grid, pos, v.type.frontier, self.s), v.type)
+        self._base(i, need)
         copies = math.prod(f for d, f in enumerate(out_frontier) if d not in pos)
         return self._send(i, need, f"replicate to {grid}", copies)
 
