@@ -240,43 +240,54 @@ def _policy_names(dask_scheduler=None):
 
 # -- fusion never delays a fetch behind another site's work ------------------------------------
 
-def _chain(tasks, dk, site, *reads):
+def _chain(tasks, dk, site, *reads, work=False):
     from dask.task_spec import TaskRef
-    tasks.add(dk, Task(dk, _sum_of, *(TaskRef(r) for r in reads)), list(reads), site)
+    tasks.add(dk, Task(dk, _sum_of, *(TaskRef(r) for r in reads)), list(reads), site, work)
 
 
 def _sum_of(*xs):
     return sum(xs, 1)
 
 
-def test_a_task_that_fetches_is_not_fused_into_a_reader_waiting_for_another_task():
-    """``merge`` on site 0 reads ``own`` (site 0, read once: fusable) and ``far`` (site 1).
-    ``own`` fetches a chunk made on site 1: fused into ``merge`` it would fetch only once ``far``
-    exists (dask sends a task when all its inputs are), so it stays a task. A ``local`` task
-    (its input on its own site) is still fused, and so is a fetching task whose reader waits
-    for nothing else."""
+def test_no_block_product_is_fused_into_a_reader_waiting_for_another_site():
+    """``merge`` on site 0 reads ``own``, ``local`` and ``cheap`` (site 0, each read once:
+    fusable) and ``far`` (site 1). Dask sends a task when all its inputs exist, so fused into
+    ``merge`` their work would wait for site 1's: ``local`` (block products) stays a task, and
+    so does ``own``, which fetches from site 1; ``cheap`` (a map) is fused, as is a chain on one
+    site (``mine`` into ``local``) and a fetching task whose reader waits for nothing else.
+    Products read by a reader that waits for a *late* task (one that waits for another site)
+    stay out too."""
     from dask_tra.dask.emit import _Tasks
     g = _Tasks()
     _chain(g, ("src",), 1)
     _chain(g, ("far",), 1)
     _chain(g, ("mine",), 0)
     _chain(g, ("own",), 0, ("src",))        # fetches src from site 1
-    _chain(g, ("local",), 0, ("mine",))     # reads site 0 only
-    _chain(g, ("merge",), 0, ("own",), ("local",), ("far",))
+    _chain(g, ("local",), 0, ("mine",), work=True)  # block products on site 0's own data
+    _chain(g, ("cheap",), 0)
+    _chain(g, ("merge",), 0, ("own",), ("local",), ("cheap",), ("far",))
     _chain(g, ("alone",), 0, ("src2",))     # fetches a persisted key held on site 2
     _chain(g, ("top",), 0, ("alone",))      # waits for nothing else
-    g.exposed |= {("merge",), ("top",)}
+    _chain(g, ("after",), 0, ("merge",))    # merge is late: read twice, it stays a task
+    _chain(g, ("also",), 0, ("merge",))
+    _chain(g, ("prod",), 0, work=True)
+    _chain(g, ("last",), 0, ("after",), ("prod",))
+    g.exposed |= {("top",), ("last",), ("also",)}
     out = g.fused({("src2",): {2}})
-    assert ("own",) in out                  # a task of its own
-    assert ("local",) not in out and ("mine",) not in out   # fused into merge
-    assert ("alone",) not in out            # fused into top
-    assert out[("merge",)].dependencies == {("own",), ("far",)}
+    assert ("own",) in out and ("local",) in out   # tasks of their own
+    assert ("mine",) not in out and ("cheap",) not in out  # fused into local, merge
+    assert ("alone",) not in out                   # fused into top
+    assert out[("merge",)].dependencies == {("own",), ("local",), ("far",)}
     assert out[("top",)].dependencies == {("src2",)}
-    # a persisted key on the reader's own site is no fetch: fused as before
+    # after (late itself) is fused into last; prod is not, as last waits for the late merge
+    assert out[("last",)].dependencies == {("merge",), ("prod",)}
+    # with a same-site task to wait for, only a fetch stays out, and a persisted key on the
+    # reader's own site is no fetch
     for site, fused in ((0, True), (1, False)):
         g2 = _Tasks()
-        _chain(g2, ("far",), 1)
+        _chain(g2, ("near",), 0)
         _chain(g2, ("own",), 0, ("held",))
-        _chain(g2, ("merge",), 0, ("own",), ("far",))
-        g2.exposed.add(("merge",))
+        _chain(g2, ("merge",), 0, ("own",), ("near",))
+        _chain(g2, ("other",), 0, ("near",))    # near is read twice: a task
+        g2.exposed |= {("merge",), ("other",)}
         assert (("own",) not in g2.fused({("held",): {site}})) == fused

@@ -93,6 +93,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     # dask moves it exactly as often as predicted
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
     fused = _fusable_joins(walk)
+    products = {n.uid: n.op.kernel.makes_products(n.left.type, n.right.type) for n in walk if isinstance(n, LocalJoin)}
     direct = {}  # id(root) -> output name, for a root made once per key: its tasks are the outputs
     for root, output_name in zip(roots, output_names):
         if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
@@ -141,12 +142,17 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                     if origin not in moved:
                         made[block] = dk
                 elif node.uid in fused.values():
-                    g.add(dk, *_fused_task(node, key, site, avail, dk), site)
+                    g.add(
+                        dk,
+                        *_fused_task(node, key, site, avail, dk),
+                        site,
+                        products[node.child.uid],
+                    )
                 else:
                     built = _task(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
                         continue
-                    g.add(dk, *built, site)
+                    g.add(dk, *built, site, products.get(node.uid, False))
                 avail[(origin, site)] = dk
                 nbytes[dk] = _chunk_bytes(node.type, key)
     out_keys = []
@@ -216,23 +222,31 @@ MAX_DEPTH = 32  # fused tasks nest: they run and pickle recursively, so long cha
 
 class _Tasks:
     """The plan's tasks in creation order (inputs before readers), with what fusion needs:
-    each task's site, the keys it reads (with repeats), and the keys that must stay keys."""
+    each task's site, the keys it reads (with repeats), the keys that must stay keys, and the
+    tasks that compute block products (``work``: more flops than a pass over their inputs)."""
 
     def __init__(self):
         self.spec, self.site, self.reads = {}, {}, {}
         self.exposed = set()  # the outputs: they stay keys
+        self.work = set()
 
-    def add(self, dk, spec, refs, site):
+    def add(self, dk, spec, refs, site, work=False):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
+        if work:
+            self.work.add(dk)
 
     def fused(self, held=None) -> dict:
         """Every task, with each task read once by a task on its site inlined into that reader.
 
-        A task that fetches a chunk from another site (``held``: external key -> the sites
-        holding it) is not inlined into a reader that also waits for another task: dask sends a
-        task to its worker only once every input exists, so the fused task would start that
-        fetch only after the other input is made (an all-to-one merge fused with the merging
-        site's own share waited for the other sites before fetching its own partial sums)."""
+        Dask sends a task to its worker only once every input exists, so what is inlined into a
+        reader waits for all the reader's inputs. Hence block products are not inlined into a
+        reader that also waits for a task made on another site (or for one that waits so,
+        *late*): they would wait for the other site's work (a merge fused with the merging
+        site's own share left that site idle until the others were done, then computed the
+        share); a pass over a block is, as a task of its own costs more. And a task that
+        fetches a chunk from another site (``held``: external key -> the sites holding it) is
+        not inlined into a reader that also waits for another task: the fetch would start only
+        once that task is made."""
         held = held or {}
         count, reader = {}, {}
         for dk, refs in self.reads.items():
@@ -245,10 +259,19 @@ class _Tasks:
             if count.get(dk) == 1 and dk not in self.exposed and self.site[reader[dk]] == self.site[dk]
         }
         out, depth = {}, {}
-        fetches, waits = {}, {}  # per task as emitted: reads a chunk on another site; reads a task
+        fetches, waits, late, work = {}, {}, {}, {}  # per task as emitted: reads a chunk on
+        # another site; reads a task; reads a task made on another site or a late one; has products
         for dk, spec in self.spec.items():
             site, reads = self.site[dk], self.reads[dk]
-            cands = [r for r in reads if r in inline and depth[r] < MAX_DEPTH]
+
+            def delays(o):
+                return o in self.spec and (self.site[o] != site or late[o])
+
+            cands = [
+                r
+                for r in reads
+                if r in inline and depth[r] < MAX_DEPTH and not (work[r] and any(delays(o) for o in reads if o != r))
+            ]
             quiet = {r for r in cands if not fetches[r]}
             for r in cands:
                 if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
@@ -260,6 +283,8 @@ class _Tasks:
                 site not in ({self.site[r]} if r in self.site else held.get(r, {site})) for r in own
             )
             waits[dk] = any(waits[r] for r in subs) or any(r in self.spec for r in own)
+            late[dk] = any(late[r] for r in subs) or any(delays(r) for r in own)
+            work[dk] = dk in self.work or any(work[r] for r in subs)
             if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
                 spec = _rekey(subs[spec.target], dk)
             elif subs:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..ia.partitioning import Grid, part
+from ..tra.expr import Join
 from . import twophase_strategy
 from .strategies import partition_vectors
 from .symbolic import (
@@ -66,7 +67,9 @@ def _side_products(join, layout, pos, frontier, s):
 def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     """The aggregation after ``mv``'s moves, its products placed as ``(partials, flops)``."""
     partial, flops = placed
-    out, moved, paper, tasks, how = finish(mv, partial, agg.type, s)
+    join = agg.child  # a contraction's, or any relation an Aggregate alone pre-sums
+    products = isinstance(join, Join) and join.kernel.makes_products(join.left.type, join.right.type)
+    out, moved, paper, tasks, how = finish(mv, partial, agg.type, s, products)
     nb = key_bytes(agg.type)
     peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
     steps = list(mv.steps)

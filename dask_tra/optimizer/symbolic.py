@@ -467,9 +467,10 @@ def placing_sites(layout) -> np.ndarray:
 # ---------------------------------------------------------------- aggregations
 
 
-def finish(cand_moves, partial, out_type, s, assoc_comm=True):
+def finish(cand_moves, partial, out_type, s, products=True):
     """ΣL after products/tuples sit per ``partial`` (a layout over the output keys: where each
-    group has a partial result). Returns (out layout, moved, paper, tasks, how)."""
+    group has a partial result; ``products``: the partials are block products, not maps).
+    Returns (out layout, moved, paper, tasks, how)."""
     nb = key_bytes(out_type)
     counts = partial.sum(axis=1)
     tasks = int(counts.sum())
@@ -478,11 +479,12 @@ def finish(cand_moves, partial, out_type, s, assoc_comm=True):
     home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
     moved = int(nb @ (partial & ~home).sum(axis=1))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
-    # one final task per group made of several partials; the partial already at its home is read
-    # once there, so emission fuses it into that task (unless that partial fetches moved chunks:
-    # then it stays a task, one this count misses; see ``emit._Tasks.fused``)
+    # one final task per group made of several partials. It waits for partials from other
+    # sites, so emission fuses the partial at the home into it only when that partial is no
+    # block product (``emit._Tasks.fused``) and fetches no moved chunk (then it stays a task,
+    # one this count misses)
     multi = counts > 1
-    tasks += int(multi.sum()) - int((multi & (partial & home).any(axis=1)).sum())
+    tasks += int(multi.sum()) - (0 if products else int((multi & (partial & home).any(axis=1)).sum()))
     return home, moved, paper, tasks, "two-phase"
 
 

@@ -131,6 +131,14 @@ class Kernel:
         """Floating-point operations for one application to chunks of these shapes."""
         return max(math.prod(s) for s in shapes) if shapes else 0
 
+    def makes_products(self, left_type: Any, right_type: Any) -> bool:
+        """Whether joining two blocks of these relations is a block product (more flops than a
+        pass over both blocks), judged on their first blocks."""
+        if not all(math.prod(t.frontier) for t in (left_type, right_type)):
+            return False
+        shapes = [t.chunk_shape((0,) * t.key_arity) for t in (left_type, right_type)]
+        return self.flops(*shapes) > sum(math.prod(s) for s in shapes)
+
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
 
