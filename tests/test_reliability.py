@@ -81,6 +81,34 @@ def test_from_array_prediction_is_measurement(client):
     assert within_10pct(m), (m.bytes_moved, m.predicted_bytes)
 
 
+def _scattered_replicas(dask_scheduler):
+    return sum(len(ts.who_has) > 1 for k, ts in dask_scheduler.tasks.items()
+               if isinstance(k, tuple) and str(k[0]).startswith("tra-scattered"))
+
+
+def _memory_manager_once(dask_scheduler):
+    dask_scheduler.extensions["amm"].run_once()
+
+
+def test_scattered_replicas_outlive_the_memory_manager_until_the_graph_arrives(client):
+    """x @ x.T scatters each block of x to every site either layout puts it on. Until the
+    graph's pinned readers reach the scheduler, only the plan's hold keeps those replicas: a
+    memory-manager run in between (every 2 s by default) must not drop them, or dask fetches
+    them back (the flaky 2x of the test above)."""
+    a = np.random.default_rng(4).standard_normal((400, 300))
+    x = dt.from_array(a, chunks=100)
+    z = x @ x.T
+    with dt.diagnostics.measure() as m:
+        z.__dask_graph__()  # plans, scatters, emits
+        assert client.run_on_scheduler(_scattered_replicas) > 0
+        client.run_on_scheduler(_memory_manager_once)
+        assert client.run_on_scheduler(_scattered_replicas) > 0
+        p, = dask.persist(z)
+        wait(p)
+    assert m.bytes_moved == m.predicted_bytes == 0
+    np.testing.assert_allclose(p.compute(), a @ a.T, rtol=1e-10, atol=1e-10)
+
+
 def _input(kind, client, a, tmp_path):
     import dask.array as da
     if kind == "from_array":

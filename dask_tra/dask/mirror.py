@@ -198,9 +198,14 @@ class Mirror:
             until = now + self.hold_s - MARGIN
             for k in who:
                 self.held_until[k] = until
-        if who:
-            self.client._send_to_scheduler({"op": HOLD_OP, "keys": list(who)})
+        send_hold(self.client, list(who))
         return info, who
+
+
+def send_hold(client, keys) -> None:
+    """Ask the scheduler (one-way) to hold ``keys``' replicas: ``amm.hold``."""
+    if keys:
+        client._send_to_scheduler({"op": HOLD_OP, "keys": list(keys)})
 
 
 def mirror_of(client, hold_s) -> Mirror:

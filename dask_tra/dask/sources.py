@@ -29,6 +29,7 @@ from ..tra import Input, RelationType
 from ..tra.tasks import Data
 from ..tra.blocks import normalize_chunks
 from .dispatch import register_worker_dispatch
+from .mirror import send_hold
 
 
 def fresh_name(prefix: str) -> str:
@@ -101,6 +102,9 @@ class ArraySource(Source):
             for site in held:
                 by_worker.setdefault(workers[site], []).append(key)
         name = fresh_name("tra-scattered")
+        # until the graph's pinned readers reach the scheduler, nothing else keeps the replicas:
+        # the memory manager would drop all but one, and dask fetch them back
+        send_hold(client, [(name,) + k for k, held in sites.items() if len(held) > 1])
         futures = {}
         for worker, keys in by_worker.items():
             blocks = {(name,) + k: self.backend.block(self.array, _block_slices(self.chunks, k)) for k in keys}
