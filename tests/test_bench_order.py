@@ -20,3 +20,20 @@ def test_every_round_runs_each_competitor_once_and_no_one_always_follows_dask_ar
     others = [after[c] for c in comps if c != "dask.array"]
     # over 2n rounds each of the others follows dask.array once or twice, none every round
     assert min(others) >= 1 and max(others) <= 2 * n // (n - 1) + 1
+
+
+def test_an_automatic_plan_slower_than_its_own_forced_twin_is_named_as_spread():
+    from benchmarks.competitors import Result
+    from benchmarks.report import targets
+
+    def res(comp, t, strategies, tasks=71):
+        return Result("w", comp, times=[t] * 3, predicted_bytes=100, tasks=tasks, strategies=strategies)
+
+    def row(results):
+        return next(r for r in targets(results, networked=False) if r[0].startswith("automatic plan"))
+
+    same = row([res("dask_tra", 1.3, "bmm"), res("dask_tra:bmm", 1.0, "bmm"), res("dask_tra:cmm", 2.0, "cmm")])
+    assert same[1] == "missed" and same[2] == "w 1.30× (the very plan of dask_tra:bmm: run-to-run spread)"
+    other = row([res("dask_tra", 1.3, "cmm", 90), res("dask_tra:bmm", 1.0, "bmm"), res("dask_tra:cmm", 1.2, "cmm", 90)])
+    assert other[1] == "missed" and other[2] == "w 1.30×"
+    assert row([res("dask_tra", 1.05, "bmm"), res("dask_tra:bmm", 1.0, "bmm")])[1] == "met"
