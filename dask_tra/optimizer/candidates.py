@@ -36,6 +36,7 @@ from .symbolic import (
     grid_need,
     key_bytes,
     key_elements,
+    makes_products,
     partials_in,
     partials_out,
     placing_sites,
@@ -68,7 +69,7 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     """The aggregation after ``mv``'s moves, its products placed as ``(partials, flops)``."""
     partial, flops = placed
     join = agg.child  # a contraction's, or any relation an Aggregate alone pre-sums
-    products = isinstance(join, Join) and join.kernel.makes_products(join.left.type, join.right.type)
+    products = isinstance(join, Join) and makes_products(join)
     out, moved, paper, tasks, how = finish(mv, partial, agg.type, s, products)
     nb = key_bytes(agg.type)
     peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)

@@ -49,7 +49,7 @@ def key_elements(t) -> np.ndarray:
     return out
 
 
-STRUCTURAL_FACTS = ("elements", "key_elements", "key_mask", "present_keys", "key_flops")
+STRUCTURAL_FACTS = ("elements", "key_elements", "key_mask", "present_keys", "key_flops", "makes_products")
 
 
 def type_facts(t) -> dict:
@@ -428,6 +428,14 @@ def grid_key_sites(grid: Grid, frontier, keys: np.ndarray, s: int) -> np.ndarray
     for d, n in zip(grid.dims, grid.groups):
         g = g * n + keys[:, d] * n // frontier[d]
     return g * s // p
+
+
+def makes_products(join) -> bool:
+    """``Kernel.makes_products`` of a join's inputs (cached: the search asks per candidate)."""
+    out = join.type._cache.get("makes_products")
+    if out is None:
+        out = join.type._cache["makes_products"] = join.kernel.makes_products(join.left.type, join.right.type)
+    return out
 
 
 def key_flops(join) -> np.ndarray:
