@@ -243,7 +243,8 @@ class _Tasks:
         reader that also waits for a task made on another site (or for one that waits so,
         *late*): they would wait for the other site's work (a merge fused with the merging
         site's own share left that site idle until the others were done, then computed the
-        share); a pass over a block is, as a task of its own costs more. And a task that
+        share). A map over a block is still inlined: as a task of its own it would cost more
+        than its wait. And a task that
         fetches a chunk from another site (``held``: external key -> the sites holding it) is
         not inlined into a reader that also waits for another task: the fetch would start only
         once that task is made."""
