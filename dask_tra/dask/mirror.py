@@ -54,7 +54,7 @@ class Watches:
         if self.enabled:
             for m in REPLICA_METHODS:
                 self._wrap(m)
-            scheduler.stream_handlers[HOLD_OP] = self.handle_hold
+        scheduler.stream_handlers[HOLD_OP] = self.handle_hold  # scattering holds with or without a mirror
 
     def _wrap(self, name):
         changes = getattr(self.scheduler, name)
