@@ -221,12 +221,13 @@ class _Totals:
         self.seen[id(alt)] = seen
         self.moved += cand.moved
         into, out_of = flows(cand, len(self.flops))
-        self.site_moved, self.site_sent = self.site_moved + into, self.site_sent + out_of
+        self.site_moved += into
+        self.site_sent += out_of
         self.paper += cand.paper
         self.tasks += cand.tasks
         self.terms = combine_terms(self.terms, (cand.terms,))
-        self.flops = self.flops + cand.flops
-        self.peak = np.maximum(self.peak, np.asarray(cand.peak, np.int64))
+        self.flops += cand.flops
+        np.maximum(self.peak, np.asarray(cand.peak, np.int64), out=self.peak)
 
     def cost(self, roots, rates) -> Cost:
         peak = self.peak

@@ -221,13 +221,22 @@ def flows(cand, s) -> tuple[np.ndarray, np.ndarray]:
 
 
 def combine(node, name, cand, combo, rates) -> Alt:
-    flops = cand.flops + sum((a.flops for a in combo), 0)
-    peak = np.maximum.reduce([np.asarray(cand.peak, np.int64)] + [a.peak for a in combo])
-    nbytes = cand.moved + sum(a.bytes for a in combo)
-    tasks = cand.tasks + sum(a.tasks for a in combo)
-    into, out_of = flows(cand, len(flops))
-    site_moved = into + sum((a.site_moved for a in combo if a.site_moved is not None), 0)
-    site_sent = out_of + sum((a.site_sent for a in combo if a.site_sent is not None), 0)
+    """The alternative computing ``node`` by ``cand`` over the input alternatives ``combo``, with
+    the totals of its sub-plan (one pass over the inputs: the search and every re-cost of a
+    cached plan call this per operator)."""
+    flops = np.array(cand.flops, np.float64)
+    peak = np.array(cand.peak, np.int64)
+    site_moved, site_sent = flows(cand, len(flops))
+    nbytes, tasks = cand.moved, cand.tasks
+    for a in combo:
+        flops += a.flops
+        np.maximum(peak, np.asarray(a.peak, np.int64), out=peak)
+        nbytes += a.bytes
+        tasks += a.tasks
+        if a.site_moved is not None:
+            site_moved = site_moved + a.site_moved
+        if a.site_sent is not None:
+            site_sent = site_sent + a.site_sent
     terms = combine_terms(cand.terms, (a.terms for a in combo))
     return Alt(
         node,

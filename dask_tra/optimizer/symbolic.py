@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,7 +50,15 @@ def key_elements(t) -> np.ndarray:
     return out
 
 
-STRUCTURAL_FACTS = ("elements", "key_elements", "key_mask", "present_keys", "key_flops", "makes_products")
+STRUCTURAL_FACTS = (
+    "elements",
+    "key_elements",
+    "key_mask",
+    "present_keys",
+    "key_flops",
+    "makes_products",
+    "cell_flops",
+)
 
 
 def type_facts(t) -> dict:
@@ -134,7 +143,19 @@ def sitemap_layout(mapping: dict, frontier, s) -> np.ndarray:
 
 def grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
     """For a relation whose dim i is dim ``pos[i]`` of the grid's key space: the sites of the
-    grid cells each of its tuples belongs to, as a layout."""
+    grid cells each of its tuples belongs to, as a layout (read-only: kept for the next
+    costing of the same grid, as every re-cost of a cached plan asks again)."""
+    return _grid_need(grid, tuple(pos), tuple(side_frontier), s)
+
+
+@lru_cache(maxsize=64)
+def _grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
+    out = _grid_need_uncached(grid, pos, side_frontier, s)
+    out.setflags(write=False)
+    return out
+
+
+def _grid_need_uncached(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
     n = math.prod(side_frontier)
     p = math.prod(grid.groups)
     if n == 0:
@@ -390,7 +411,17 @@ def _extent_means(t, pos_of_dim, cell_dims, cell_groups, frontier):
 def cell_flops(join, cell_dims, cell_groups) -> np.ndarray:
     """Flops of the join's kernel over every cell (row-major over ``cell_groups``): a cell holds,
     along join-output dim ``cell_dims[j]``, one of ``cell_groups[j]`` contiguous block groups,
-    and every block along the other dims."""
+    and every block along the other dims. Kept on the join's type per cell grid (read-only)."""
+    memo = join.type._cache.setdefault("cell_flops", {})
+    at = (tuple(cell_dims), tuple(cell_groups))
+    out = memo.get(at)
+    if out is None:
+        out = memo[at] = _cell_flops(join, *at)
+        out.setflags(write=False)
+    return out
+
+
+def _cell_flops(join, cell_dims, cell_groups) -> np.ndarray:
     frontier = join.type.frontier
     cell_dims, cell_groups = list(cell_dims), list(cell_groups)
     if not cell_dims:
