@@ -1,5 +1,6 @@
 """On a LocalCluster of 4 single-thread worker processes: exact results, placement held,
 measured bytes within 10% of the plan's prediction, the collection protocol, memory limits."""
+import gc
 import os
 
 import numpy as np
@@ -91,6 +92,36 @@ def test_persisted_input_is_planned_where_it_is(client):
     with dt.diagnostics.measure() as m:
         np.testing.assert_allclose(z.compute(), a @ a)
     assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * max(m.predicted_bytes, 1)
+
+
+def test_a_held_result_computed_again_is_read_from_its_futures(client):
+    """The first run leaves replicas of the inputs, so a new plan would differ, and the
+    scheduler rejects other tasks under keys it holds ("different `run_spec`"): a result whose
+    persisted copy is still held is read from it; once released, it is planned again."""
+    from dask.core import flatten
+    from distributed import Future
+
+    a = dt.random.uniform(-1, 1, (300, 225), chunks=(75, 45), seed=11)
+    b = dt.random.uniform(-1, 1, (225, 270), chunks=(45, 90), seed=12)
+    a, b = dask.persist(a, b)
+    wait(futures_of(a) + futures_of(b))
+    want = (a.compute() @ b.compute()).sum(axis=0)
+    warned = sum("run_spec" in m for _, m in client.get_scheduler_logs())
+    c = (a @ b).sum(axis=0)
+    first = c.persist()
+    wait(first)
+    graph = dict(c.__dask_graph__())
+    assert set(graph) == set(flatten(c.__dask_keys__()))
+    assert all(isinstance(v, Future) for v in graph.values())
+    n_out = len(graph)
+    again = c.persist()
+    np.testing.assert_allclose(again.compute(), want)
+    np.testing.assert_allclose(c.compute(), want)
+    assert sum("run_spec" in m for _, m in client.get_scheduler_logs()) == warned
+    del first, again, graph
+    gc.collect()  # a persisted RelArray may sit in a reference cycle
+    assert len(c.__dask_graph__()) > n_out  # released: a plan's tasks again
+    np.testing.assert_allclose(c.compute(), want)
 
 
 def test_plan_over_memory_limit_refused_before_running(client):

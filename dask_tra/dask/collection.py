@@ -123,6 +123,9 @@ class DaskCollection(DaskMethodsMixin):
         held = self._persisted_futures()
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
+        live = _live_outputs(client, self.__dask_keys__()) if client is not None else None
+        if live is not None:
+            return HighLevelGraph({n: layer for n, layer in live.items()}, {n: set() for n in live})
         entry = self._planned_entry()
         if entry.graph is None:
             graph, out_keys, reads, moves = self._emit(entry)
@@ -267,6 +270,25 @@ def _report_reads(reads):
 def held_inputs(sources) -> dict:
     """{input name: {dask key: block key}} for the inputs whose blocks may be on the cluster."""
     return {name: keys for name, src in sources.items() if (keys := src.held_keys()) is not None}
+
+
+def _live_outputs(client, keys) -> dict | None:
+    """{layer name: {key: Future}} when the client holds a live future (finished or on its way)
+    for every output key: this very result was persisted and is still held. Computing it again
+    reads those futures, as dask does for any key it already has. A new plan (input replicas
+    come and go, so plans change) would send the scheduler other tasks under the same keys,
+    which it rejects with a warning ("different `run_spec`")."""
+    from dask.core import flatten
+    from distributed import Future
+
+    keys = list(flatten(keys))
+    states = client.futures
+    if not keys or any(getattr(states.get(k), "status", None) not in ("pending", "finished") for k in keys):
+        return None
+    out: dict = {}
+    for k in keys:
+        out.setdefault(k[0], {})[k] = Future(k, client)
+    return out
 
 
 def cluster_snapshot(held: dict) -> tuple:
