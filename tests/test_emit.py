@@ -83,6 +83,43 @@ def test_matmul_graph_is_compact_exact_and_measured(client, strategy):
     assert len(tasks) <= len(graph_tasks(x.to_dask() @ y.to_dask()))
 
 
+def test_block_products_take_turns_between_the_sites_that_sum_them(client):
+    """cmm with K over 4 sites: every site makes a partial of every output block, summed at the
+    block's home. Each site ranks its products per reading site, in the readers' order: a sum's
+    partials have one priority on every site, and each site's first products go to every
+    home (the sums become ready while products are still made; their moves overlap them)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((80, 64)), rng.standard_normal((64, 72))
+    x, y = persisted(dt.from_array(a, chunks=(20, 16)), dt.from_array(b, chunks=(16, 18)))
+    with dt.config.set(force="cmm"):
+        z = x @ y
+        graph = z.__dask_graph__()
+        tasks = tasks_of(z)
+        got, m = computed(z)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+    assert m.bytes_moved == m.predicted_bytes
+    pin, prio = {}, {}
+    for layer in graph.layers.values():
+        ann = layer.annotations or {}
+        for k in layer:
+            if "workers" in ann:
+                pin[k] = ann["workers"](k)[0]
+            if "priority" in ann:
+                prio[k] = ann["priority"](k)
+    products = {k for k in tasks if "matmul" in key_split(k)}
+    assert products and products <= set(prio)
+    reader = {d: k for k, t in tasks.items() for d in t.dependencies if d in products}
+    remote = {}
+    for k, t in tasks.items():
+        parts = [d for d in t.dependencies if d in products and pin[d] != pin[k]]
+        remote[k] = parts
+        assert len({prio[d] for d in parts}) <= 1, (k, [prio[d] for d in parts])
+    assert max(len(p) for p in remote.values()) == 3  # K over 4 sites: 3 partials come from afar
+    for w in {pin[k] for k in products}:
+        mine = [k for k in products if pin[k] == w and k in reader]
+        assert {pin[reader[k]] for k in mine if prio[k] == 0} == {pin[reader[k]] for k in mine}
+
+
 def test_three_by_three_matmul_is_its_output_tasks_and_pre_aggregations(client):
     a, b, x, y = ragged_inputs(np.random.default_rng(7), blocks=3)
     x, y = persisted(x, y)

@@ -14,6 +14,11 @@ aggregation of several chunks). Nothing else is a task:
   fold is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a
   time.
 
+Block products take turns between the sites that read them (``turns``, the ``priority``
+annotation): each site makes the first product bound for every reading site, then the
+second, and so on, in the readers' order, so partial sums start moving while products are
+still being made and every site receives its share throughout.
+
 The replicas the moves leave are the plan's: dask's active memory manager would drop those
 whose pinned readers are still waiting (see ``amm.py``, installed with the plan's client).
 
@@ -35,13 +40,14 @@ from .sources import Ref, is_future
 
 
 class Pins:
-    """Layer annotation value: key -> [worker address] (callable, as dask expects)."""
+    """Layer annotation value: key -> its value (a worker list, a priority), ``default`` for a
+    key not in ``mapping`` (callable, as dask expects)."""
 
-    def __init__(self, mapping):
-        self.mapping = mapping
+    def __init__(self, mapping, default=None):
+        self.mapping, self.default = mapping, default
 
     def __call__(self, key):
-        return self.mapping.get(key)
+        return self.mapping.get(key, self.default)
 
 
 def stage_name(node) -> str:
@@ -169,8 +175,35 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
     held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
     held.update(home)
-    graph = _graph(g.fused(held), g.site, external, ext_pins, f"tra-external-{token}", workers)
+    tasks = g.fused(held)
+    graph = _graph(tasks, g.site, external, ext_pins, f"tra-external-{token}", workers, turns(tasks, g.site, g.heavy))
     return graph, out_keys, reads - fetched, moves
+
+
+def turns(tasks, site, heavy) -> dict:
+    """{task: priority} for the tasks computing block products (``heavy``): on each site, those
+    read on one site are ranked in their readers' order, and rank r gets priority -r (dask runs
+    higher first; other tasks keep 0). Each site so makes the first product for every reading
+    site, then the second, ... A sum over sites waits for its partials from every site, and all
+    sites rank its partials alike: sums become ready one by one while products are still made,
+    instead of one site's sums at the end of everybody's work, and their moves overlap the
+    compute."""
+    order = {dk: i for i, dk in enumerate(tasks)}
+    reader: dict = {}
+    for dk, spec in tasks.items():
+        for d in spec.dependencies:
+            if d in heavy:
+                reader.setdefault(d, dk)
+    groups: dict = {}
+    for dk in heavy:
+        r = reader.get(dk, dk)
+        groups.setdefault((site[dk], site[r]), []).append((order[r], order[dk], dk))
+    out = {}
+    for members in groups.values():
+        members.sort()
+        for rank, (_, _, dk) in enumerate(members):
+            out[dk] = -rank
+    return out
 
 
 def _chunk_bytes(t, key) -> int:
@@ -229,6 +262,7 @@ class _Tasks:
         self.spec, self.site, self.reads = {}, {}, {}
         self.exposed = set()  # the outputs: they stay keys
         self.work = set()
+        self.heavy: set = set()  # after ``fused``: the tasks computing block products
 
     def add(self, dk, spec, refs, site, work=False):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
@@ -293,6 +327,7 @@ class _Tasks:
             out[dk] = spec
         for dk in set(self.spec) - set(out):
             del self.site[dk]
+        self.heavy = {dk for dk in out if work[dk]}
         return out
 
 
@@ -302,9 +337,9 @@ def _rekey(spec, key):
     return spec.substitute({}, key=key)
 
 
-def _graph(tasks, site, external, ext_pins, ext_name, workers):
-    """HighLevelGraph with exact layer dependencies and per-task worker pins (a layer per
-    stage: a task's key starts with its layer's name).
+def _graph(tasks, site, external, ext_pins, ext_name, workers, priority=None):
+    """HighLevelGraph with exact layer dependencies, per-task worker pins and ``priority``
+    (task -> priority, others 0) (a layer per stage: a task's key starts with its layer's name).
 
     Of a wrapped dask.array's graph, the blocks the plan reads are pinned where it reads
     them (so they are made there); the tasks behind them are left to the scheduler.
@@ -329,6 +364,8 @@ def _graph(tasks, site, external, ext_pins, ext_name, workers):
                 "workers": Pins({k: [workers[site[k]]] for k in layer}),
                 "allow_other_workers": False,
             }  # strict: loose pins get stolen (see faults.py)
+            if priority and any(k in priority for k in layer):
+                annotations["priority"] = Pins(priority, 0)
         hl[name] = MaterializedLayer(layer, annotations=annotations)
         deps[name] = {
             d[0] if d in tasks else ext_name
