@@ -139,3 +139,18 @@ def test_a_move_of_a_relabelled_input_serves_a_later_reader_of_the_input():
     res = execute(p.root, inputs)
     np.testing.assert_allclose(assemble(z.expr.type, project(p.root, res)), (a @ b).T @ a, rtol=1e-9, atol=1e-9)
     assert res.bytes_moved == p.cost.bytes_moved == 104
+
+
+def test_grid_need_keeps_small_layouts_read_only_and_recomputes_large_ones(monkeypatch):
+    from dask_tra.optimizer import symbolic
+
+    g = Grid((0, 2), (2, 2))
+    kept = grid_need(g, [0, 1], [6, 5], 4)
+    assert grid_need(g, (0, 1), (6, 5), 4) is kept and not kept.flags.writeable
+    fresh = symbolic._grid_need(g, (0, 1), (6, 5), 4)
+    np.testing.assert_array_equal(kept, fresh)
+    assert fresh.sum() == 6 * 5 * 2  # grid dim 2 is not the side's: each tuple goes to both its groups
+    monkeypatch.setattr(symbolic, "MEMO_CELLS", 6 * 5 * 4 - 1)
+    large = grid_need(g, (0, 1), (6, 5), 4)
+    assert large is not kept and large.flags.writeable
+    np.testing.assert_array_equal(large, kept)

@@ -141,21 +141,27 @@ def sitemap_layout(mapping: dict, frontier, s) -> np.ndarray:
     return m
 
 
+MEMO_CELLS = 1 << 20  # layouts up to this many (tuple, site) cells are memoized
+
+
 def grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
     """For a relation whose dim i is dim ``pos[i]`` of the grid's key space: the sites of the
-    grid cells each of its tuples belongs to, as a layout (read-only: kept for the next
-    costing of the same grid, as every re-cost of a cached plan asks again)."""
-    return _grid_need(grid, tuple(pos), tuple(side_frontier), s)
+    grid cells each of its tuples belongs to, as a layout. Not to be written: a small one is
+    kept for the next costing of the same grid, as every re-cost of a cached plan asks again."""
+    pos, side_frontier = tuple(pos), tuple(side_frontier)
+    if math.prod(side_frontier) * s > MEMO_CELLS:
+        return _grid_need(grid, pos, side_frontier, s)
+    return _grid_need_kept(grid, pos, side_frontier, s)
 
 
 @lru_cache(maxsize=64)
-def _grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
-    out = _grid_need_uncached(grid, pos, side_frontier, s)
+def _grid_need_kept(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
+    out = _grid_need(grid, pos, side_frontier, s)
     out.setflags(write=False)
     return out
 
 
-def _grid_need_uncached(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
+def _grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
     n = math.prod(side_frontier)
     p = math.prod(grid.groups)
     if n == 0:
