@@ -176,7 +176,8 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
     held.update(home)
     tasks = g.fused(held)
-    graph = _graph(tasks, g.site, external, ext_pins, f"tra-external-{token}", workers, turns(tasks, g.site, g.heavy))
+    priority = turns(tasks, g.site, g.heavy) if workers is not None else None  # no pins, no workers to order
+    graph = _graph(tasks, g.site, external, ext_pins, f"tra-external-{token}", workers, priority)
     return graph, out_keys, reads - fetched, moves
 
 
