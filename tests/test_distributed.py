@@ -2,10 +2,11 @@
 measured bytes within 10% of the plan's prediction, the collection protocol, memory limits."""
 import gc
 import os
+import time
 
 import numpy as np
 import pytest
-from distributed import futures_of, get_task_stream, progress, wait
+from distributed import Future, futures_of, get_task_stream, progress, wait
 
 import dask
 import dask_tra as dt
@@ -99,7 +100,6 @@ def test_a_held_result_computed_again_is_read_from_its_futures(client):
     scheduler rejects other tasks under keys it holds ("different `run_spec`"): a result whose
     persisted copy is still held is read from it; once released, it is planned again."""
     from dask.core import flatten
-    from distributed import Future
 
     a = dt.random.uniform(-1, 1, (300, 225), chunks=(75, 45), seed=11)
     b = dt.random.uniform(-1, 1, (225, 270), chunks=(45, 90), seed=12)
@@ -122,6 +122,28 @@ def test_a_held_result_computed_again_is_read_from_its_futures(client):
     gc.collect()  # a persisted RelArray may sit in a reference cycle
     assert len(c.__dask_graph__()) > n_out  # released: a plan's tasks again
     np.testing.assert_allclose(c.compute(), want)
+
+
+def test_a_result_just_dropped_is_planned_again_not_read_from_its_futures(client):
+    """A future's release waits its turn on the client's event loop: a result computed a moment
+    ago and dropped is planned again (its bytes measured), not read from the futures on their
+    way out."""
+    a = dt.random.uniform(-1, 1, (300, 225), chunks=(75, 45), seed=13)
+    b = dt.random.uniform(-1, 1, (225, 270), chunks=(45, 90), seed=14)
+    c = a @ b
+    first = c.persist()
+    wait(first)
+    held = futures_of(first)
+    del first
+    gc.collect()
+    client.loop.add_callback(time.sleep, 0.3)  # the loop is busy: the releases below queue up
+    for f in held:
+        f.release()
+    graph = dict(c.__dask_graph__())
+    assert not any(isinstance(v, Future) for v in graph.values())
+    with dt.diagnostics.measure() as m:
+        c.compute()
+    assert m.bytes_moved == m.predicted_bytes > 0
 
 
 def test_plan_over_memory_limit_refused_before_running(client):

@@ -123,7 +123,9 @@ class DaskCollection(DaskMethodsMixin):
         held = self._persisted_futures()
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
-        live = _live_outputs(client, self.__dask_keys__()) if client is not None else None
+        live = None
+        if client is not None and not _in_event_loop(client):
+            live = _live_outputs(client, self.__dask_keys__())
         if live is not None:
             return HighLevelGraph({n: layer for n, layer in live.items()}, {n: set() for n in live})
         entry = self._planned_entry()
@@ -277,18 +279,35 @@ def _live_outputs(client, keys) -> dict | None:
     for every output key: this very result was persisted and is still held. Computing it again
     reads those futures, as dask does for any key it already has. A new plan (input replicas
     come and go, so plans change) would send the scheduler other tasks under the same keys,
-    which it rejects with a warning ("different `run_spec`")."""
+    which it rejects with a warning ("different `run_spec`").
+
+    A future dropped a moment ago (a compute of this same expression just gathered its result)
+    is released on the client's event loop, later: the loop runs what is queued before this
+    answer, so a result nobody holds any more is planned again, not read from a future on its
+    way out."""
     from dask.core import flatten
     from distributed import Future
 
     keys = list(flatten(keys))
-    states = client.futures
-    if not keys or any(getattr(states.get(k), "status", None) not in ("pending", "finished") for k in keys):
+
+    def all_live():
+        states = client.futures
+        return keys and all(getattr(states.get(k), "status", None) in ("pending", "finished") for k in keys)
+
+    if not all_live():
+        return None
+    client.sync(_queued_releases_done)
+    if not all_live():
         return None
     out: dict = {}
     for k in keys:
         out.setdefault(k[0], {})[k] = Future(k, client)
     return out
+
+
+async def _queued_releases_done():
+    """Nothing: awaited through ``client.sync``, it returns once the callbacks queued before it
+    on the client's loop (futures' releases) have run."""
 
 
 def cluster_snapshot(held: dict) -> tuple:
