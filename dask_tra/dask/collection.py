@@ -294,7 +294,7 @@ def _live_outputs(client, keys) -> dict | None:
         states = client.futures
         return keys and all(getattr(states.get(k), "status", None) in ("pending", "finished") for k in keys)
 
-    if not all_live():
+    if client.asynchronous or not all_live():  # an asynchronous client's loop can't be waited on here
         return None
     client.sync(_queued_releases_done)
     if not all_live():
