@@ -91,3 +91,25 @@ def test_keep_setting_changes_the_cached_plan():
     assert whole.bytes_moved < greedy.bytes_moved
     assert z.planned(sites=3)[0].cost == whole
     np.testing.assert_allclose(z.compute(), a @ b @ c)
+
+
+def test_an_asynchronous_clients_results_are_planned_not_read_from_futures():
+    """Off its event loop, an asynchronous client's loop can't be waited on (to let queued
+    releases run): its outputs are planned, whatever its futures say, and its loop is not called."""
+    from types import SimpleNamespace
+
+    from dask_tra.dask.collection import _live_outputs
+
+    keys = [("tra-out-x", 0), ("tra-out-x", 1)]
+    calls = []
+    client = SimpleNamespace(
+        asynchronous=True,
+        futures={k: SimpleNamespace(status="finished") for k in keys},
+        sync=lambda f: calls.append(f),
+    )
+    assert _live_outputs(client, keys) is None
+    assert calls == []
+    client.futures = {keys[0]: SimpleNamespace(status="finished")}  # one output not held
+    client.asynchronous = False
+    assert _live_outputs(client, keys) is None
+    assert calls == []
