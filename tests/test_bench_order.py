@@ -35,5 +35,11 @@ def test_an_automatic_plan_slower_than_its_own_forced_twin_is_named_as_spread():
     same = row([res("dask_tra", 1.3, "bmm"), res("dask_tra:bmm", 1.0, "bmm"), res("dask_tra:cmm", 2.0, "cmm")])
     assert same[1] == "missed" and same[2] == "w 1.30× (the very plan of dask_tra:bmm: run-to-run spread)"
     other = row([res("dask_tra", 1.3, "cmm", 90), res("dask_tra:bmm", 1.0, "bmm"), res("dask_tra:cmm", 1.2, "cmm", 90)])
-    assert other[1] == "missed" and other[2] == "w 1.30×"
+    assert other[1] == "missed" and other[2] == "w 1.30× (cmm's very plan: 1.20× forced)"
+    spread = [res("dask_tra", 1.3, "cmm", 90), res("dask_tra:bmm", 1.0, "bmm"), res("dask_tra:cmm", 1.6, "cmm", 90)]
+    spread[0].times, spread[1].times = [1.3, 1.25, 1.4], [1.0, 0.9, 1.3]
+    assert row(spread)[2] == ("w 1.30× (cmm's very plan: 1.60× forced; "
+                              "runs overlap: 1.250–1.400 s against 0.900–1.300 s)")
+    apart = [res("dask_tra", 1.3, "rmm", 50), res("dask_tra:bmm", 1.0, "bmm")]
+    assert row(apart)[2] == "w 1.30×"
     assert row([res("dask_tra", 1.05, "bmm"), res("dask_tra:bmm", 1.0, "bmm")])[1] == "met"
