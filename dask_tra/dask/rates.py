@@ -8,15 +8,19 @@
   Workers sharing a host share its cores and memory bus: on a LocalCluster of 4 workers on
   2 cores one fetch alone ran at 480 MB/s and each of a ring's at 275 MB/s, the rate a
   plan's concurrent moves see;
-- per-task overhead: the extra wall time of a graph of 500 trivial tasks over one of 100,
-  each pinned to a worker as a plan's tasks are (pinned tasks skip the scheduler's queue of
-  root tasks, so timing unpinned ``client.map`` calls measured round trips instead: 6 ms per
-  task at 250 Mbit/s against 0.6 ms in a graph);
+- per-task overhead: the extra wall time of a graph of 300 tasks over one of 60, less the
+  extra compute, in tasks shaped like a plan's: each pinned to a worker (pinned tasks skip
+  the scheduler's queue of root tasks, so timing unpinned ``client.map`` calls measured round
+  trips instead: 6 ms per task at 250 Mbit/s against 0.6 ms in a graph), each burning 4 ms of
+  CPU, and half of them reading a small block made on another worker. A graph of no-op tasks
+  measured 0.7 ms per task on a LocalCluster of 4 workers on 2 cores; these tasks 2.3-2.5 ms,
+  as a least-squares fit of 36 benchmark plans' wall times did (2.6 ms): the scheduler and the
+  transfers share the cores the tasks compute on;
 - compute rate: a 512³ float64 matmul on one worker, scaled by the share of a core each worker
   thread gets when every worker computes (a host whose worker threads outnumber its cores, such
   as a LocalCluster of 4 workers on 2 cores, gives each about half its solo rate).
 
-Once per client and set of workers: 0.6-0.9 s on a local 4-worker LocalCluster; on a slow
+Once per client and set of workers: about 2 s on a local 4-worker LocalCluster; on a slow
 network the two 16 MiB rings add 2 × 16 MiB ÷ the per-worker bandwidth (about 1.2 s at the
 28 MB/s of a 250 Mbit/s link). ``dask_tra.config`` values win over
 measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
@@ -46,25 +50,44 @@ def _nbytes(x):
     return int(x.nbytes)
 
 
-def _noop(i):
-    """A task that does nothing; being dask_tra's, the warm-up graph makes each worker import
-    dask_tra (as every plan's tasks need) before anything is timed."""
-    return i
+TASK_CPU_S = 0.004  # what each probe task computes (CPU time)
 
 
-def _pinned_graph_seconds(client, workers, n) -> float:
-    """Wall time of one graph of ``n`` no-op tasks pinned round-robin to ``workers`` (as a plan's
-    tasks are) plus one task reading them all."""
+def _busy(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def _made(seconds):
+    """A probe task making a small block; being dask_tra's, the warm-up graph makes each worker
+    import dask_tra (as every plan's tasks need) before anything is timed."""
+    _busy(seconds)
+    return np.ones(1000)
+
+
+def _read(block, seconds):
+    _busy(seconds)
+    return block.size
+
+
+def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
+    """Wall time of one graph of ``n`` tasks pinned round-robin to ``workers`` (as a plan's tasks
+    are), each computing ``cpu_s``: ``n / 2`` make a block, and as many read one of those made
+    on the next worker; then one task reading the readers."""
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     from .emit import Pins
     from .sources import fresh_name
 
     name = fresh_name("tra-probe-overhead")
-    dsk = {(name, i): (_noop, i) for i in range(n)}
-    dsk[(name, "all")] = (len, list(dsk))
-    pins = Pins({k: [workers[i % len(workers)]] for i, k in enumerate(dsk)})
-    layer = MaterializedLayer(dsk, annotations={"workers": pins, "allow_other_workers": False})
+    w, dsk, pins = len(workers), {}, {}
+    for i in range(n // 2):
+        dsk[(name, "made", i)], pins[(name, "made", i)] = (_made, cpu_s), [workers[i % w]]
+        dsk[(name, i)], pins[(name, i)] = (_read, (name, "made", i), cpu_s), [workers[(i + 1) % w]]
+    dsk[(name, "all")] = (len, [(name, i) for i in range(n // 2)])
+    pins[(name, "all")] = [workers[0]]
+    layer = MaterializedLayer(dsk, annotations={"workers": Pins(pins), "allow_other_workers": False})
     t0 = time.perf_counter()
     client.get(HighLevelGraph({name: layer}, {name: set()}), (name, "all"))
     return time.perf_counter() - t0
@@ -108,17 +131,19 @@ def measure(client) -> dict:
     """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     out = {}
-    _pinned_graph_seconds(client, workers, max(20, len(workers)))  # warm-up: every worker imports dask_tra
+    _pinned_graph_seconds(client, workers, max(20, 2 * len(workers)), 0.0)  # warm-up: imports dask_tra
     if len(workers) >= 2:
         _ring_seconds(client, workers, 1 << 20)  # warms the connections up
         took = min(_ring_seconds(client, workers, 16 << 20) for _ in range(2))
         out["bandwidth"] = (16 << 20) / max(took, 1e-4)
-    small, large = _pinned_graph_seconds(client, workers, 100), _pinned_graph_seconds(client, workers, 500)
-    marginal = (large - small) / 400
-    out["task_overhead"] = marginal if marginal > 0 else large / 500  # noise: the mean, an upper bound
+    share = core_share(client)
+    small, large = _pinned_graph_seconds(client, workers, 60), _pinned_graph_seconds(client, workers, 300)
+    # the 240 extra tasks' own compute, spread over the cores the workers get, is not overhead
+    marginal = (large - small - 240 * TASK_CPU_S / (len(workers) * share)) / 240
+    out["task_overhead"] = marginal if marginal > 0 else large / 300  # noise: the mean, an upper bound
     n = 512
     secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
-    out["flop_rate"] = 2 * n**3 / max(secs, 1e-6) * core_share(client)
+    out["flop_rate"] = 2 * n**3 / max(secs, 1e-6) * share
     return out
 
 
