@@ -179,6 +179,22 @@ def test_measure_counts_the_result_gather_only_when_computing(client):
     assert m.predicted_bytes == z.explain().predicted_bytes + z.explain().gather_bytes
 
 
+def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
+    """Each probe task computes, and half of them read a block made on another worker, as most
+    of a plan's tasks do: the reads are transfers between workers."""
+    from dask_tra.dask import rates
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    with dt.diagnostics.measure() as m, get_task_stream(client) as ts:  # measure() probes first
+        rates._pinned_graph_seconds(client, workers, 40)
+    probe = [t for t in ts.data if "tra-probe-overhead" in str(t["key"])]
+    assert len(probe) == 41
+    computes = [s for t in probe for s in t["startstops"] if s["action"] == "compute"]
+    assert sum(s["stop"] - s["start"] >= rates.TASK_CPU_S for s in computes) >= 40
+    readers = [t for t in probe if t["key"][1] != "all" and not str(t["key"][1]).startswith("made")]
+    assert len(readers) == 20
+    assert m.bytes_moved >= 20 * 8000  # each reader fetched its 1000-float block from elsewhere
+
+
 def test_rates_are_measured_once_on_the_cluster(client):
     from dask_tra.dask import rates
     measured = rates.measure(client)
