@@ -129,7 +129,8 @@ def core_share(client) -> float:
 
 def measure(client) -> dict:
     """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    workers = sorted(info)
     out = {}
     _pinned_graph_seconds(client, workers, max(20, 2 * len(workers)), 0.0)  # warm-up: imports dask_tra
     if len(workers) >= 2:
@@ -138,8 +139,9 @@ def measure(client) -> dict:
         out["bandwidth"] = (16 << 20) / max(took, 1e-4)
     share = core_share(client)
     small, large = _pinned_graph_seconds(client, workers, 60), _pinned_graph_seconds(client, workers, 300)
-    # the 240 extra tasks' own compute, spread over the cores the workers get, is not overhead
-    marginal = (large - small - 240 * TASK_CPU_S / (len(workers) * share)) / 240
+    # the 240 extra tasks' own compute, spread over the cores the worker threads get, is not overhead
+    threads = sum(int(info[w].get("nthreads", 1)) for w in workers)
+    marginal = (large - small - 240 * TASK_CPU_S / (threads * share)) / 240
     out["task_overhead"] = marginal if marginal > 0 else large / 300  # noise: the mean, an upper bound
     n = 512
     secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
