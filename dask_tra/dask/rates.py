@@ -13,7 +13,7 @@
   the scheduler's queue of root tasks, so timing unpinned ``client.map`` calls measured round
   trips instead: 6 ms per task at 250 Mbit/s against 0.6 ms in a graph), each burning 4 ms of
   CPU, and half of them reading a small block made on another worker. A graph of no-op tasks
-  measured 0.7 ms per task on a LocalCluster of 4 workers on 2 cores; these tasks 2.3-2.5 ms,
+  measured 0.7 ms per task on a LocalCluster of 4 workers on 2 cores; these tasks 2.1-2.5 ms,
   as a least-squares fit of 36 benchmark plans' wall times did (2.6 ms): the scheduler and the
   transfers share the cores the tasks compute on;
 - compute rate: a 512³ float64 matmul on one worker, scaled by the share of a core each worker
