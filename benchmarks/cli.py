@@ -90,6 +90,16 @@ def parse_args(argv):
     conf.add_argument("--max-examples", type=int, default=3)
     conf.add_argument("--select", nargs="*", default=None, help="test files inside array_api_tests/")
     conf.add_argument("--write", default=None, metavar="MD", help="write the counts into this Markdown file")
+    ds = sub.add_parser("dask-suite", help="dask's own array tests (from the installed wheel) against "
+                                           "dask_tra.array, with dask.array as the baseline")
+    ds.add_argument("files", nargs="*", help="test files to run (default: all but the GPU ones)")
+    ds.add_argument("--jobs", type=int, default=2, help="test files run at once (one pytest process each)")
+    ds.add_argument("--timeout", type=int, default=120, help="seconds per test before it counts as failed")
+    ds.add_argument("--memory-gib", type=float, default=8, help="address-space cap per pytest process")
+    ds.add_argument("--gpu", action="store_true", help="also the test_cupy_* files")
+    ds.add_argument("--json", default=None, help="write every outcome to this JSON file")
+    ds.add_argument("--write", default=None, metavar="MD", help="write the table into this Markdown file")
+    ds.add_argument("--keep", action="store_true", help="keep the scratch copies (their path is printed)")
     sk = sub.add_parser("soak", help="random operations and worker faults on a LocalCluster, checked "
                                      "against NumPy (benchmarks/fuzz.py)")
     sk.add_argument("--minutes", type=float, default=10)
@@ -269,6 +279,9 @@ def main(argv=None):
         from .cluster import cleanup_stale
         print("removed:", cleanup_stale() or "nothing")
         return 0
+    if args.cmd == "dask-suite":
+        from . import dasksuite
+        return dasksuite.main(args)
     if args.cmd in ("coverage", "conformance"):
         from . import conformance, coverage
         return (coverage if args.cmd == "coverage" else conformance).main(args)
