@@ -147,6 +147,8 @@ def apply_ufunc(ufunc, *args, out=None, **kwargs):
 
 def _ufunc(u):
     def f(*args, **kwargs):
+        if not any(hasattr(a, "__dask_graph__") for a in (*args, *kwargs.values())):
+            return u(*args, **kwargs)  # dask.array's: NumPy in, NumPy out
         return apply_ufunc(u, *args, **kwargs)
 
     f.__name__ = f.__qualname__ = u.__name__

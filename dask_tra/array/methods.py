@@ -290,6 +290,14 @@ class ArrayMethods:
         return tuple(max(c) if c else 0 for c in self.chunks)
 
     @property
+    def _meta(self):
+        """dask.array's ``_meta``: an empty array of the chunks' library, dimension and dtype
+        (xarray and dask code read it to learn the chunk type without computing)."""
+        from .. import backends
+
+        return backends.get(self.sparse_expr.type.backend).empty((0,) * self.ndim, self.dtype)
+
+    @property
     def device(self):
         """Where the chunks live: ``"cpu"``, ``"cuda:0"``, ``"cuda"`` (each worker's own GPU), read
         from the metadata (``chunk_device``), never by computing."""

@@ -167,14 +167,14 @@ def expand_dims(a, axis):
 
 def atleast_1d(*arys):
     out = [reshape(a, (1,)) if asarray(a).ndim == 0 else asarray(a) for a in arys]
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def atleast_2d(*arys):
     out = []
     for a in map(asarray, arys):
         out.append(a if a.ndim >= 2 else reshape(a, (1,) * (2 - a.ndim) + a.shape))
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def atleast_3d(*arys):
@@ -182,7 +182,7 @@ def atleast_3d(*arys):
     for a in map(asarray, arys):
         shape = {0: (1, 1, 1), 1: (1, a.size, 1), 2: a.shape + (1,)}.get(a.ndim, a.shape)
         out.append(reshape(a, shape))
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 __all__ = [
