@@ -164,6 +164,68 @@ def _locations(chunks, loc):
 # ---------------------------------------------------------------- blockwise
 
 
+class _Lazy:
+    """Where the ``i``-th lazy array argument goes, inside a non-array argument or keyword."""
+
+    def __init__(self, i):
+        self.i = i
+
+
+def _is_lazy(v) -> bool:
+    return is_array(v) or hasattr(v, "__dask_graph__")
+
+
+def _swap(v, fn):
+    """``v`` with every lazy array inside it (lists, tuples, dict values) replaced by ``fn(v)``."""
+    if _is_lazy(v) or isinstance(v, _Lazy):
+        return fn(v)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_swap(u, fn) for u in v)
+    if isinstance(v, dict):
+        return {k: _swap(u, fn) for k, u in v.items()}
+    return v
+
+
+class _WithLazyArgs:
+    """``func`` called with its lazy (RelArray or dask) arguments back in place: they arrive whole
+    as the last ``n`` positional arguments (dask computes such arguments and passes them whole)."""
+
+    def __init__(self, func, n):
+        self.func, self.n, self.__wrapped__ = func, n, func
+        self.__name__ = getattr(func, "__name__", "func")
+
+    def __call__(self, *args, **kwargs):
+        args, lazy = args[: len(args) - self.n], args[len(args) - self.n :]
+
+        def put(v):
+            return lazy[v.i]
+
+        return self.func(*_swap(list(args), put), **_swap(kwargs, put))
+
+
+def _lift_lazy(func, args, kwargs):
+    """dask's semantics for a lazy array inside a non-array argument or keyword (``fargs=(lhs,)``):
+    it is passed whole to every call. It becomes one more array argument whose indices are in no
+    output, so it is made one block and joined with every block (what the optimizer broadcasts)."""
+    lifted = []
+
+    def take(v):
+        lifted.append(v)
+        return _Lazy(len(lifted) - 1)
+
+    plain = [v if ind is not None else _swap(v, take) for v, ind in zip(args[::2], args[1::2])]
+    kwargs = _swap(kwargs, take)
+    if not lifted:
+        return func, args, kwargs
+    from .creation import asarray as _asarray
+
+    out = [x for pair in zip(plain, args[1::2]) for x in pair]
+    for k, v in enumerate(lifted):
+        v = _asarray(v)
+        out += [v, tuple(f"_whole{k}_{d}" for d in range(v.ndim))]
+    return _WithLazyArgs(func, len(lifted)), tuple(out), kwargs
+
+
 def _takes(func, word):
     try:
         return word in inspect.signature(func).parameters
@@ -198,6 +260,7 @@ def blockwise(
 
     if len(args) % 2:
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
+    func, args, kwargs = _lift_lazy(func, args, kwargs)
     out_ind = tuple(out_ind)
     new_axes = dict(new_axes or {})
     pairs = []
@@ -228,7 +291,8 @@ def blockwise(
         l: (_common_chunks(cs) if align_arrays else cs[0]) if l in out_ind else (sizes[l],) for l, cs in chunks.items()
     }
     for l in unified:
-        if l not in out_ind and concatenate is False and any(len(c) > 1 for c in chunks[l]):
+        whole = isinstance(l, str) and l.startswith("_whole")
+        if l not in out_ind and concatenate is False and not whole and any(len(c) > 1 for c in chunks[l]):
             raise NotImplementedError(
                 f"blockwise: index {l!r} is contracted over several blocks; pass concatenate=True"
             )
