@@ -67,7 +67,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
             chunks = x.chunks[:axis] + ((width,),) + x.chunks[axis + 1 :]
             if mode in _STAT_MODES:
                 stat = getattr(reductions, _STAT_MODES[mode])(x, axis=axis, keepdims=True)
-                if mode == "mean" and x.dtype.kind in "biu":
+                if mode == "mean" and x.dtype.kind in "iu":
+                    # NumPy rounds an integer mean; a bool mean is cast (True where nonzero)
                     stat = stat.round().astype(x.dtype)
                 from .manipulation import broadcast_to
 
