@@ -4,7 +4,10 @@ diagonal offsets), diff (slices and a subtraction)."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..tra import Join
 from ..tra.vjp import register_partials
@@ -25,17 +28,21 @@ def flip(m, axis=None):
 
 
 def roll(a, shift, axis=None):
+    """numpy.roll: ``shift`` and ``axis`` broadcast against each other (NumPy's errors at call
+    time); shifts of one axis add up; each rolled axis is one gather."""
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
-    shifts = (shift,) if np.ndim(shift) == 0 else tuple(shift)
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    shifts, axes = np.broadcast_arrays(shifts, axes)
-    for s, d in zip(shifts.ravel(), axes.ravel()):
-        d = axis_of(int(d), a.ndim)
+    pairs = np.broadcast(shift, normalize_axis_tuple(axis, a.ndim, allow_duplicate=True))
+    if pairs.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    shifts = {}
+    for s, d in pairs:
+        shifts[int(d)] = shifts.get(int(d), 0) + int(s)
+    for d, s in shifts.items():
         n = a.shape[d]
         if n:
-            a = take(a, d, (np.arange(n) - int(s)) % n, a.chunks[d])
+            a = take(a, d, (np.arange(n) - s) % n, a.chunks[d])
     return a
 
 
@@ -87,7 +94,7 @@ register_partials(broadcast_like, (1, 0))
 def broadcast_arrays(*args):
     arrays = [asarray(a) for a in args]
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
-    return [broadcast_to(a, shape) for a in arrays]
+    return tuple(broadcast_to(a, shape) for a in arrays)
 
 
 def _triangle(which):
@@ -111,7 +118,15 @@ triu = _triangle("triu")
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """numpy.diff: ``n == 0`` returns ``a`` unchanged (no prepend/append, as NumPy)."""
     a = asarray(a)
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    n = operator.index(n)  # NumPy's TypeError for a float n
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
     axis = axis_of(axis, a.ndim)
     ends = []
     for v in (prepend, append):
