@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -242,36 +243,96 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     return (avg, scl) if returned else avg
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, dtype=None):
-    x = asarray(m)
-    if x.ndim > 2:
+def _sample_weights(w, name, n):
+    w = asarray(w).astype(np.float64)
+    if w.ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if w.shape[0] != n:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    return w
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    """numpy.cov (dask's signature). As dask, the weights are not checked for being
+    non-negative (nor fweights for being integers): that would compute them."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray(m)
+    if m.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
-    x = atleast_2d(x)
-    if not rowvar and x.shape[0] != 1:
-        x = x.T
     if y is not None:
-        y = atleast_2d(asarray(y))
+        y = asarray(y)
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m.dtype, np.float64) if y is None else np.result_type(m.dtype, y.dtype, np.float64)
+    x = atleast_2d(m).astype(dtype)
+    if not rowvar and m.ndim != 1:
+        x = x.T
+    if x.shape[0] == 0:
+        return zeros((0, 0), dtype=dtype)
+    if y is not None:
+        y = atleast_2d(y).astype(dtype)
         if not rowvar and y.shape[0] != 1:
             y = y.T
         x = concatenate([x, y], axis=0)
     if ddof is None:
         ddof = 0 if bias else 1
-    dt = np.result_type(x.dtype, np.float64) if dtype is None else np.dtype(dtype)
-    x = x.astype(dt)
+    ddof = int(ddof)
     n = x.shape[1]
-    xc = x - mean(x, axis=1, keepdims=True)
-    c = (xc @ conj(xc).T) / (n - ddof)
+    w = None if fweights is None else _sample_weights(fweights, "fweights", n)
+    aw = None if aweights is None else _sample_weights(aweights, "aweights", n)
+    if aw is not None:
+        w = aw if w is None else w * aw
+    if w is None:
+        avg = mean(x, axis=1, keepdims=True)
+        fact = n - ddof
+        if fact <= 0:  # NumPy: a warning, then 1 / 0.0 (inf, or NaN where the sum is 0)
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        scale = 1.0 / fact if fact > 0 else math.inf
+    else:
+        w_sum = reductions.sum(w)
+        avg = reductions.sum(x * w, axis=1, keepdims=True) / w_sum
+        if ddof == 0:
+            fact = w_sum
+        elif aw is None:
+            fact = w_sum - ddof
+        else:
+            fact = w_sum - ddof * reductions.sum(w * aw) / w_sum
+        # NumPy's fact <= 0 -> 0 (an infinite scale), lazily; NumPy also warns, which would
+        # need the weights computed
+        scale = where(fact > 0, 1 / where(fact > 0, fact, 1.0), np.inf)
+    xc = x - avg
+    xt = conj(xc if w is None else xc * w).T
+    c = (xc @ xt) * scale
+    if c.dtype != x.dtype:
+        c = c.astype(x.dtype)
     return squeeze(c) if c.shape == (1, 1) else c
 
 
-def corrcoef(x, y=None, rowvar=True):
-    c = cov(x, y, rowvar)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """numpy.corrcoef: cov scaled by the standard deviations, real and imaginary parts
+    clipped to [-1, 1]; a single variable gives ``c / c`` (1, or NaN for a zero, infinite or
+    NaN variance), as NumPy."""
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
     d = diagonal(c)
     sd = sqrt(real(d))
     out = c / sd[:, None] / sd[None, :]
-    return clip(out, -1, 1) if out.dtype.kind != "c" else out
+    if out.dtype.kind != "c":
+        return clip(out, -1, 1)
+    from .elementwise import elementwise
+
+    return elementwise("clipParts", _clip_parts, out, dtype=out.dtype)
+
+
+def _clip_parts(c):
+    """Real and imaginary parts clipped to [-1, 1] (NumPy's corrcoef of complex data)."""
+    c = c.copy()
+    np.clip(c.real, -1, 1, out=c.real)
+    np.clip(c.imag, -1, 1, out=c.imag)
+    return c
 
 
 def ptp(a, axis=None, keepdims=False):
@@ -393,7 +454,7 @@ def meshgrid(*xi, sparse=False, indexing="xy"):
         for s in shapes:
             s[0], s[1] = s[1], s[0]
     grids = [reshape(a, tuple(s)) for a, s in zip(arrays, shapes)]
-    return grids if sparse else broadcast_arrays(*grids)
+    return tuple(grids) if sparse else broadcast_arrays(*grids)
 
 
 def _from_numpy(values, chunks="auto"):
