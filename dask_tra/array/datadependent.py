@@ -151,22 +151,29 @@ def histogram(a, bins=10, range=None, normed=False, weights=None, density=None):
         raise ValueError("normed is deprecated; use density")
     edges = _edges(a, bins, range)
     w = None if weights is None else asarray(weights)
-    dtype = np.intp if w is None else np.result_type(w.dtype, np.float64) if w.dtype.kind in "biu" else w.dtype
+    if w is not None and w.dtype == np.bool_:
+        raise TypeError("histogram: boolean weights are not supported (NumPy cannot sum them into bool counts)")
+    dtype = np.intp if w is None else w.dtype  # NumPy's and dask's: the counts have the weights' dtype
     counts = _counted(a, w, Counts(len(edges) - 1, edges, w is not None, dtype))
     if density:
-        counts = counts / (counts.sum() * np.diff(edges))
+        counts = counts / np.diff(edges).astype(float) / counts.sum()  # NumPy's n / db / n.sum()
     return counts, edges
 
 
 def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=None):
-    """numpy.histogramdd of a (points, D) array or a sequence of D 1-d arrays: ``(counts, edges)``."""
+    """numpy.histogramdd of a (points, D) array or a sequence of D 1-d arrays: ``(counts, edges)``.
+    ``normed`` is an alias of ``density`` (dask's); giving both is a TypeError."""
+    if normed is not None:
+        if density is not None:
+            raise TypeError("Cannot specify both 'normed' and 'density'")
+        density = normed
     if isinstance(sample, (list, tuple)):
         sample = stack([ravel(asarray(s)) for s in sample], axis=1)
     sample = asarray(sample)
     if sample.ndim != 2:
         raise ValueError("histogramdd: sample must be (points, D) or a sequence of D arrays")
     d = sample.shape[1]
-    bins = [bins] * d if np.ndim(bins) == 0 else list(bins)
+    bins = list(bins) if isinstance(bins, (list, tuple)) or np.ndim(bins) else [bins] * d  # edges may be ragged
     ranges = [None] * d if range is None else list(range)
     if len(bins) != d or len(ranges) != d:
         raise ValueError(f"histogramdd: {d} dimensions need {d} bins and ranges")
@@ -174,17 +181,17 @@ def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=
     sample = rechunk(sample, {1: (d,)})
     w = None if weights is None else asarray(weights)
     counts = _counted(sample, w, Counts([len(e) - 1 for e in edges], edges, w is not None, np.float64, dd=True))
-    if density:
-        widths = np.ones(counts.shape)
+    if density:  # NumPy's: divided by each dimension's bin widths, then by the total
+        total = counts.sum()
         for i, e in enumerate(edges):
-            widths = widths * np.diff(e).reshape(tuple(np.where(np.arange(d) == i, -1, 1)))
-        counts = counts / (counts.sum() * widths)
+            counts = counts / np.diff(e).reshape(tuple(np.where(np.arange(d) == i, -1, 1)))
+        counts = counts / total
     return counts, edges
 
 
 def histogram2d(x, y, bins=10, range=None, normed=None, weights=None, density=None):
     """numpy.histogram2d: ``(counts, xedges, yedges)``."""
-    counts, (ex, ey) = histogramdd([x, y], bins, range, weights=weights, density=density)
+    counts, (ex, ey) = histogramdd([x, y], bins, range, normed=normed, weights=weights, density=density)
     return counts, ex, ey
 
 
