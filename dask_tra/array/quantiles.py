@@ -15,7 +15,14 @@ from .blockwise import blockwise
 from .creation import asarray
 from .relations import axes_of
 
-_NUMPY = {"median": np.median, "nanmedian": np.nanmedian, "quantile": np.quantile, "nanquantile": np.nanquantile}
+_NUMPY = {
+    "median": np.median,
+    "nanmedian": np.nanmedian,
+    "quantile": np.quantile,
+    "nanquantile": np.nanquantile,
+    "percentile": np.percentile,
+    "nanpercentile": np.nanpercentile,
+}
 
 
 def order_statistic(block, fn, q, axes, method, keepdims):
@@ -28,13 +35,18 @@ def order_statistic(block, fn, q, axes, method, keepdims):
 def _reduce(fn, a, q, axis, method, keepdims):
     a = asarray(a)
     axes = axes_of(axis, a.ndim)
-    q = None if q is None else np.asarray(q, dtype=np.float64)
-    if q is not None and ((q < 0) | (q > 1)).any():
-        raise ValueError("Quantiles must be in the range [0, 1]")
-    if a.size == 0 and fn in ("quantile", "median"):
+    if q is not None:
+        # a Python int/float q stays one, so that NumPy promotes it weakly, as for NumPy arrays;
+        # anything else keeps its dtype (float32 q, float32 data: a float32 result)
+        q = q if type(q) in (int, float) else np.asarray(q)
+        scale = 100 if fn.endswith("percentile") else 1
+        qs = np.asarray(q)
+        if not (np.all(0 <= qs) and np.all(qs <= scale)):  # NaN fails too, as in NumPy
+            raise ValueError(f"{'Percentiles' if scale == 100 else 'Quantiles'} must be in the range [0, {scale}]")
+    if a.size == 0 and fn in ("quantile", "percentile", "median"):
         raise ValueError(f"{fn} of an empty array")
     a = a.rechunk({d: -1 for d in axes}) if axes else a
-    qdims = [f"q{i}" for i in range(0 if q is None else q.ndim)]
+    qdims = [f"q{i}" for i in range(np.ndim(q))]
     ind = [f"a{d}" for d in range(a.ndim)]
     out_ind = qdims + [l for d, l in enumerate(ind) if keepdims or d not in axes]
     adjust = {f"a{d}": 1 for d in axes} if keepdims else None
@@ -54,7 +66,7 @@ def _reduce(fn, a, q, axis, method, keepdims):
         None,
         keepdims,
         None,
-        new_axes={l: n for l, n in zip(qdims, () if q is None else q.shape)},
+        new_axes={l: n for l, n in zip(qdims, np.shape(q))},
         adjust_chunks=adjust,
         dtype=probe.dtype,
         concatenate=True,
@@ -121,17 +133,8 @@ def percentile(
     interpolation=None,
 ):
     """numpy.percentile (``q`` in [0, 100])."""
-    return quantile(
-        a,
-        np.asarray(q) / 100,
-        axis,
-        out,
-        overwrite_input,
-        method,
-        keepdims,
-        weights=weights,
-        interpolation=interpolation,
-    )
+    _no_out(out, weights)
+    return _reduce("percentile", a, q, axis, interpolation or method, keepdims)
 
 
 def nanpercentile(
@@ -147,17 +150,8 @@ def nanpercentile(
     interpolation=None,
 ):
     """numpy.nanpercentile (``q`` in [0, 100])."""
-    return nanquantile(
-        a,
-        np.asarray(q) / 100,
-        axis,
-        out,
-        overwrite_input,
-        method,
-        keepdims,
-        weights=weights,
-        interpolation=interpolation,
-    )
+    _no_out(out, weights)
+    return _reduce("nanpercentile", a, q, axis, interpolation or method, keepdims)
 
 
 def _no_out(out, weights=None):
