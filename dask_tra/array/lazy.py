@@ -7,15 +7,21 @@ the writers (it reuses ``Reopen``/``handle`` for writes)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.util
+import os
 import threading
+from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np
+from distributed import get_worker
 
 from .. import backends
 from ..dask.sources import LazyArraySource
 from .relations import auto_chunks, check_dtype, offsets, wrap_source
 
-_LOCAL_LOCK = threading.Lock()  # netCDF4 (the HDF5 C library) is not thread-safe
+_LOCAL_LOCK = threading.RLock()  # netCDF4 (the HDF5 C library) is not thread-safe; re-entered to close
 
 
 # ---------------------------------------------------------------- picklable handles on files
@@ -23,8 +29,11 @@ _LOCAL_LOCK = threading.Lock()  # netCDF4 (the HDF5 C library) is not thread-saf
 
 class Reopen:
     """A picklable handle on a dataset in a file (h5py dataset, netCDF4 variable, memmap): the
-    live object in this process; after pickling, the file reopened read-only by name and path.
-    ``mode`` ("r" or "r+") is how a worker reopens it."""
+    live object in this process while its file is open; after pickling (or once the user closed
+    the file), the file reopened by name and path through ``_HANDLES``, which checks the file's
+    identity at every read, so a read never goes through a handle on a file since rewritten.
+    ``mode`` ("r" or "r+") is how a worker reopens it. Memmap reads are copies (a view would
+    change, or fault, when the file is rewritten)."""
 
     def __init__(self, obj, mode="r"):
         self.obj, self.mode = obj, mode
@@ -38,20 +47,56 @@ class Reopen:
     def __setstate__(self, state):
         self.__dict__.update(state, obj=None)
 
+    @contextmanager
     def _target(self):
-        if self.obj is None:
-            self.obj = _open(self.kind, self.file, self.path, self.shape, self.dtype, self.mode)
-        return self.obj
+        """The dataset to read or write: the live object while its file is open, else the file
+        opened by name (released, and closed unless it may stay open, on leaving)."""
+        if self.obj is not None and _is_open(self.obj):
+            yield self.obj
+        elif self.kind == "memmap":
+            offset, order = self.path
+            mm = np.memmap(self.file, self.dtype, "r" if self.mode == "r" else "r+", offset, self.shape, order)
+            try:
+                yield mm
+                if self.mode != "r":
+                    mm.flush()
+            finally:
+                del mm
+        else:
+            lease = _HANDLES.acquire(self.kind, self.file, self.mode)
+            try:
+                yield self._dataset(lease.handle)
+            finally:
+                _HANDLES.release(lease)
+
+    def _dataset(self, handle):
+        if self.kind == "h5py":
+            ds = handle[self.path]
+        else:
+            group_path, name = self.path
+            ds = handle
+            for part in [p for p in group_path.split("/") if p]:
+                ds = ds.groups[part]
+            ds = ds.variables[name]
+        if tuple(ds.shape) != self.shape or np.dtype(ds.dtype) != self.dtype:
+            raise ValueError(
+                f"{self!r}: the file now holds a {np.dtype(ds.dtype)} array of shape {tuple(ds.shape)} there, not "
+                f"the {self.dtype} array of shape {self.shape} this array was made from (the file was rewritten): "
+                "make the array again from the new file"
+            )
+        return ds
 
     def __getitem__(self, box):
         with _LOCAL_LOCK if self.kind == "netcdf4" else _NoLock():
-            return self._target()[box]
+            with self._target() as target:
+                return np.array(target[box]) if self.kind == "memmap" else target[box]
 
     def __setitem__(self, box, value):
         with _LOCAL_LOCK if self.kind == "netcdf4" else _NoLock():
-            self._target()[box] = value
-            if self.kind == "h5py":
-                self._target().file.flush()
+            with self._target() as target:
+                target[box] = value
+                if self.kind == "h5py":
+                    target.file.flush()
 
     def __repr__(self):
         return f"Reopen({self.kind}:{self.file}:{self.path})"
@@ -81,31 +126,138 @@ def _describe(obj):
     raise TypeError(f"no reopenable handle for {type(obj).__name__}")
 
 
-_OPEN: dict = {}  # (kind, file, mode) -> open file object, per process
+def _is_open(obj) -> bool:
+    """Whether the user's object still reads its file (h5py and netCDF4 files can be closed)."""
+    if isinstance(obj, np.memmap):
+        return True
+    if type(obj).__module__.split(".")[0] == "h5py":
+        return bool(obj.id.valid)
+    root = obj.group()
+    while root.parent is not None:
+        root = root.parent
+    return bool(root.isopen())
 
 
-def _open(kind, file, path, shape, dtype, mode):
-    if kind == "memmap":
-        offset, order = path
-        return np.memmap(file, dtype=dtype, mode="r" if mode == "r" else "r+", offset=offset, shape=shape, order=order)
-    handle = _OPEN.get((kind, file, mode))
-    if handle is None:
-        if kind == "h5py":
-            import h5py
+# ---------------------------------------------------------------- files opened by name
 
-            handle = h5py.File(file, mode)
-        else:
-            import netCDF4
 
-            handle = netCDF4.Dataset(file, "r" if mode == "r" else "a")
-        _OPEN[(kind, file, mode)] = handle
+def _identity(file):
+    """What changes when the file at ``file`` is replaced or rewritten."""
+    st = os.stat(file)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _may_keep_open(mode) -> bool:
+    """Whether a file opened by name may stay open after its read, for the next: read-only, only
+    where HDF5 takes no file lock (``HDF5_USE_FILE_LOCKING=FALSE``: a reader's shared lock makes
+    a later ``h5py.File(path, "w")`` elsewhere truncate the file, then fail), and only on a
+    worker in a process of its own (in the user's process, an open handle makes the user's
+    ``h5py.File(path, "w")`` fail). Elsewhere each read opens the file and closes it, as the
+    per-task handles of dask.array do."""
+    if mode != "r" or os.environ.get("HDF5_USE_FILE_LOCKING", "").strip().upper() not in ("FALSE", "0"):
+        return False
+    if multiprocessing.parent_process() is None:
+        return False
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def _open_file(kind, file, mode):
     if kind == "h5py":
-        return handle[path]
-    group_path, name = path
-    group = handle
-    for part in [p for p in group_path.split("/") if p]:
-        group = group.groups[part]
-    return group.variables[name]
+        import h5py
+
+        return h5py.File(file, mode)
+    import netCDF4
+
+    with _LOCAL_LOCK:
+        return netCDF4.Dataset(file, "r" if mode == "r" else "a")
+
+
+def _close_file(kind, handle):
+    with _LOCAL_LOCK if kind == "netcdf4" else _NoLock():
+        try:
+            handle.close()
+        except Exception:  # a file already closed, or gone
+            pass
+
+
+class _Lease:
+    __slots__ = ("kind", "handle", "identity", "users", "dropped")
+
+    def __init__(self, kind, handle, identity, keep):
+        self.kind, self.handle, self.identity = kind, handle, identity
+        self.users, self.dropped = 1, not keep
+
+
+class _Handles:
+    """The h5py and netCDF4 files this process opened by name. A handle is reused only while the
+    file's identity (device, inode, size, mtime, ctime) is the one it was opened with, checked
+    at every read; a stale one is dropped and closed once no read uses it. At most ``limit``
+    stay open (least recently used closed first), only where ``_may_keep_open``; all are closed
+    at exit."""
+
+    def __init__(self, limit=8):
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.open: OrderedDict = OrderedDict()  # (kind, file, mode) -> _Lease
+
+    def acquire(self, kind, file, mode) -> _Lease:
+        key, keep, closing = (kind, file, mode), _may_keep_open(mode), []
+        identity = _identity(file)
+        with self.lock:
+            lease = self.open.get(key)
+            if lease is not None and lease.identity == identity:
+                self.open.move_to_end(key)
+                lease.users += 1
+                return lease
+            # a stale handle on this file, or (before a write) a read-only one HDF5 would refuse to reopen
+            for k in [k for k in self.open if k[:2] == key[:2] and (k == key or mode != "r")]:
+                closing.append(self._retire(self.open.pop(k)))
+        self._close(closing)
+        handle = _open_file(kind, file, mode)
+        lease = _Lease(kind, handle, identity, keep and _identity(file) == identity)
+        if not lease.dropped:
+            closing = []
+            with self.lock:
+                if key in self.open:
+                    closing.append(self._retire(self.open.pop(key)))
+                self.open[key] = lease
+                while len(self.open) > self.limit:
+                    closing.append(self._retire(self.open.popitem(last=False)[1]))
+            self._close(closing)
+        return lease
+
+    def release(self, lease):
+        with self.lock:
+            lease.users -= 1
+            done = lease.dropped and lease.users == 0
+        if done:
+            _close_file(lease.kind, lease.handle)
+
+    def close_all(self):
+        with self.lock:
+            closing = [self._retire(lease) for lease in self.open.values()]
+            self.open.clear()
+        self._close(closing)
+
+    @staticmethod
+    def _retire(lease):
+        """Drop ``lease`` (under the lock): it, to close now, if no read uses it, else None."""
+        lease.dropped = True
+        return lease if lease.users == 0 else None
+
+    @staticmethod
+    def _close(leases):
+        for lease in leases:
+            if lease is not None:
+                _close_file(lease.kind, lease.handle)
+
+
+_HANDLES = _Handles()
+multiprocessing.util.Finalize(None, _HANDLES.close_all, exitpriority=0)  # at exit, worker processes too
 
 
 def handle(x, mode="r"):
