@@ -40,7 +40,7 @@ from .rechunk import rechunk
 from .reductions import mean
 from .stacking import concatenate
 from .structure import atleast_2d, expand_dims, moveaxis, ravel, reshape, squeeze, transpose
-from .relations import axes_of, axis_of
+from .relations import axes_of, axis_of, is_array
 
 
 # ---------------------------------------------------------------- choosing elements
@@ -48,6 +48,9 @@ from .relations import axes_of, axis_of
 
 def select(condlist, choicelist, default=0):
     """numpy.select: the first true condition picks its choice, else ``default``."""
+    # a RelArray as the list: its slices along the first axis, as NumPy iterates an array
+    condlist = [condlist[i] for i in range(len(condlist))] if is_array(condlist) else condlist
+    choicelist = [choicelist[i] for i in range(len(choicelist))] if is_array(choicelist) else choicelist
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
     if not condlist:
@@ -81,7 +84,9 @@ def choose(a, choices):
 
 
 def _apply_piece(func, args, kw, x):
-    return np.asarray(func(x, *args, **kw), dtype=x.dtype) if callable(func) else np.full_like(x, func)
+    if not callable(func):
+        return np.full_like(x, func)
+    return np.array(np.broadcast_to(np.asarray(func(x, *args, **kw), dtype=x.dtype), x.shape))  # a scalar too
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
@@ -234,7 +239,9 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     else:
         w = asarray(weights)
         if w.shape != a.shape:
-            if axis is None or w.ndim != 1 or w.shape[0] != a.shape[axis]:
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if w.ndim != 1 or w.shape[0] != a.shape[axis]:
                 raise ValueError("Length of weights not compatible with specified axis.")
             w = reshape(w, tuple(w.shape[0] if d == axis_of(axis, a.ndim) else 1 for d in range(a.ndim)))
         dt = np.result_type(a.dtype, w.dtype, np.float64 if a.dtype.kind in "biu" else a.dtype)
@@ -629,8 +636,6 @@ def ndim(a):
 
 
 def result_type(*arrays_and_dtypes):
-    from .relations import is_array
-
     return np.result_type(*[v.dtype if is_array(v) else v for v in arrays_and_dtypes])
 
 
