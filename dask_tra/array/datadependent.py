@@ -137,8 +137,17 @@ def bincount(x, weights=None, minlength=0):
 
 
 def _edges(a, bins, range):
+    if bins is None or np.ndim(bins) > 1:
+        raise (TypeError if bins is None else ValueError)(
+            f"bins must be an integer or a 1-dimensional sequence of edges, got {bins!r}"
+        )
     if np.ndim(bins) == 1:
         return np.asarray(bins, dtype=float)
+    if range is not None:
+        if np.ndim(range) == 0:
+            raise TypeError(f"Expected a sequence or array for range, not {range!r}")
+        if np.shape(range) != (2,):
+            raise ValueError(f"range must be a sequence or array of two items, but got one of shape {np.shape(range)}")
     if range is None:
         range = (float(reductions.min(a).compute()), float(reductions.max(a).compute())) if a.size else (0.0, 1.0)
     return np.histogram_bin_edges(np.empty(0), int(bins), range=range)
@@ -171,12 +180,18 @@ def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=
         sample = stack([ravel(asarray(s)) for s in sample], axis=1)
     sample = asarray(sample)
     if sample.ndim != 2:
-        raise ValueError("histogramdd: sample must be (points, D) or a sequence of D arrays")
+        raise ValueError(
+            "Single array input to histogramdd should be columnar: (points, D), or pass a sequence of D arrays"
+        )
     d = sample.shape[1]
     bins = list(bins) if isinstance(bins, (list, tuple)) or np.ndim(bins) else [bins] * d  # edges may be ragged
+    if len(bins) != d:
+        raise ValueError("The dimension of bins must be equal to the dimension of the sample.")
     ranges = [None] * d if range is None else list(range)
-    if len(bins) != d or len(ranges) != d:
-        raise ValueError(f"histogramdd: {d} dimensions need {d} bins and ranges")
+    if len(ranges) != d:
+        raise ValueError("range argument requires one entry, a min max pair, per dimension.")
+    if not all(r is None or np.shape(r) == (2,) for r in ranges):
+        raise ValueError("range argument should be a sequence of pairs")
     edges = [_edges(sample[:, i], b, r) for i, (b, r) in enumerate(zip(bins, ranges))]
     sample = rechunk(sample, {1: (d,)})
     w = None if weights is None else asarray(weights)
