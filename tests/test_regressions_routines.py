@@ -116,3 +116,33 @@ def test_roll_shift_axis_mismatch_raises():
         da.roll(x, (1, 2), (0, 1, 1))
     for shift, axis in (((1,), (0, 1)), ((1, 2), 0), ((2, 3), (1, -1)), ((1, 2), None), (-7, 1)):
         assert_eq(da.roll(x, shift, axis), np.roll(a, shift, axis))
+
+
+def test_piecewise_function_returning_scalar():
+    """A piece function may return a scalar (NumPy broadcasts it); it failed when computed."""
+    i = RNG.integers(10, size=(7, 10))
+    x = da.from_array(i, chunks=((3, 4), (4, 1, 5)))
+    funcs = [lambda e, v, k: e + 1, lambda e, v, k: v * e, lambda e, v, k: 0]
+    assert_eq(da.piecewise(x, [x > 5, x <= 2], funcs, 1, k=2), np.piecewise(i, [i > 5, i <= 2], funcs, 1, k=2))
+
+
+def test_select_with_array_lists():
+    """condlist/choicelist given as one array each: their rows, as NumPy iterates them."""
+    conds = A[:3] > 0
+    choices = RNG.integers(0, 9, (3, 10))
+    got = da.select(da.from_array(conds, chunks=(2, 4)), da.from_array(choices, chunks=(3, 5)), default=-1)
+    assert_eq(got, np.select(list(conds), list(choices), default=-1))
+
+
+def test_histogram_argument_errors_name_the_argument():
+    v = da.from_array(RNG.random(10), chunks=4)
+    for bins, rng in ((None, None), (10, 1), (10, [0, 1, 2]), (10, np.array([[0, 1]])), ([[0, 1, 2]], None)):
+        with pytest.raises((TypeError, ValueError), match="bins|range"):
+            da.histogram(v, bins=bins, range=rng)
+    s = da.from_array(RNG.random((10, 4)), chunks=(5, 4))
+    with pytest.raises(ValueError, match="dimension of bins"):
+        da.histogramdd(s, bins=(2, 3, 4), range=((0, 1),) * 4)
+    with pytest.raises(ValueError, match="sequence of pairs"):
+        da.histogramdd(s, bins=(2, 3, 4, 5), range=((0, 1), (0, 1, 2), 3, 5))
+    with pytest.raises(TypeError, match="Axis must be specified"):
+        da.average(da.arange(11, chunks=2), weights=[1, 2, 3])
