@@ -21,6 +21,7 @@ from . import (
     io,
     manipulation,
     nanreductions,
+    overlap,
     padding,
     quantiles,
     random,
