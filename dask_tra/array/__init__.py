@@ -11,6 +11,7 @@ from numpy import e, inf, nan, newaxis, pi  # noqa: F401
 from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
 from . import (
     blocklayout,
+    chunk_types,
     blocksparse,
     contractions,
     creation,
@@ -35,6 +36,7 @@ from . import (
 )
 from . import fft, linalg  # noqa: E402
 from .blockwise import *  # noqa: F401,F403
+from .chunk_types import *  # noqa: F401,F403
 from .blocksparse import *  # noqa: F401,F403
 from .contractions import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
@@ -124,6 +126,7 @@ def isdtype(dtype, kind):
 _FAMILIES = (
     _blockwise,
     blocklayout,
+    chunk_types,
     blocksparse,
     contractions,
     creation,

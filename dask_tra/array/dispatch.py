@@ -30,9 +30,10 @@ def _namespace():
 
 
 def _known(v) -> bool:
-    from .relations import is_array, is_scalar
+    """Whether a RelArray handles an operation with ``v`` (else it defers: NEP 13)."""
+    from .chunk_types import should_defer
 
-    return is_array(v) or isinstance(v, (np.ndarray, list, tuple)) or is_scalar(v) or v is None
+    return not should_defer(v)
 
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
@@ -66,14 +67,46 @@ def array_function(func, types, args, kwargs):
     if func in DTYPE_ONLY:
         swap = [a.dtype if isinstance(a, RelArray) else a for a in args]
         return func(*swap, **kwargs)
-    if not all(issubclass(t, (RelArray, np.ndarray)) for t in types):
+    from .chunk_types import is_valid_chunk_type
+
+    if not all(issubclass(t, RelArray) or is_valid_chunk_type(t) for t in types):
         return NotImplemented
     impl = HANDLED.get(func)
-    if impl is None and getattr(np, func.__name__, None) is func:
-        impl = getattr(_namespace(), func.__name__, None)
+    if impl is None:
+        impl = getattr(_submodule(func), func.__name__, None)
     if impl is None or not callable(impl):
-        return NotImplemented
+        return _computed(func, args, kwargs)
     return impl(*args, **kwargs)
+
+
+def _submodule(func):
+    """dask_tra's module for a NumPy function's (``numpy.linalg.det`` -> ``dask_tra.array.linalg``),
+    or None when the function is not NumPy's."""
+    mod = getattr(func, "__module__", "") or ""
+    if not mod.startswith("numpy"):
+        return None
+    name = mod.split(".")[1] if mod.count(".") else ""
+    if name in ("linalg", "fft") and getattr(getattr(np, name), func.__name__, None) is func:
+        return getattr(_namespace(), name)
+    return _namespace() if getattr(np, func.__name__, None) is func else None
+
+
+def _computed(func, args, kwargs):
+    """dask.array's answer to a NumPy function it lacks: a FutureWarning, then the function on
+    the computed arguments (the only place where a NumPy call computes)."""
+    import warnings
+
+    import dask
+
+    warnings.warn(
+        f"The `{func.__module__}.{func.__name__}` function is not implemented by dask_tra array. "
+        "You may want to use the da.map_blocks function or something similar to silence this warning. "
+        "Your code may stop working in a future release.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    args, kwargs = dask.compute(args, kwargs)
+    return func(*args, **kwargs)
 
 
 def _shape(a):
@@ -100,6 +133,8 @@ def _array_equal(a1, a2, equal_nan=False):
 
 HANDLED = {
     np.shape: _shape,
+    np.iscomplexobj: lambda x: np.issubdtype(x.dtype, np.complexfloating),
+    np.isrealobj: lambda x: not np.issubdtype(x.dtype, np.complexfloating),
     np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.allclose: _allclose,
