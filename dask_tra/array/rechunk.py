@@ -23,6 +23,7 @@ way is dense: Join and Concat need that.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 
@@ -195,10 +196,20 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     if isinstance(chunks, dict):
         chunks = {axis_of(a, x.ndim): c for a, c in chunks.items()}
         chunks = tuple(chunks.get(i, x.chunks[i]) for i in range(x.ndim))
+    if (
+        isinstance(chunks, (tuple, list))
+        and x.ndim == 1
+        and len(chunks) > 1
+        and all(isinstance(c, Integral) for c in chunks)
+    ):
+        chunks = (tuple(chunks),)  # a 1-d array's block sizes, given flat (dask's normalize_chunks)
     if isinstance(chunks, (tuple, list)):
         if len(chunks) != x.ndim:
             raise ValueError(f"chunks {chunks!r} have {len(chunks)} entries for a {x.ndim}-d array")
         chunks = tuple(x.chunks[i] if c is None else c for i, c in enumerate(chunks))
+    bad = [c for c in (chunks if isinstance(chunks, tuple) else (chunks,)) if isinstance(c, Integral) and c < -1]
+    if bad:
+        raise ValueError(f"rechunk: a chunk size must be positive, -1 (the whole axis) or None; got {bad[0]}")
     new = normalize_chunks(chunks, x.shape, limit=block_size_limit, dtype=x.dtype, previous_chunks=x.chunks)
     if new == x.chunks:
         return x
