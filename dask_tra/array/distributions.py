@@ -50,6 +50,37 @@ TABLE = {
 }
 
 
+class SeedStream:
+    """The seeds of successive draws: a NumPy generator seeded like ``numpy.random.default_rng``
+    (None, an int, ints, a SeedSequence, a BitGenerator or its class, a NumPy or dask_tra
+    Generator). ``GLOBAL`` is the module-level stream: ``random.seed(s)`` reseeds it, and every
+    module-level function called without ``seed=`` draws its seed from it, as dask.array's
+    module-level ``RandomState`` does."""
+
+    def __init__(self, seed=None):
+        self.seed(seed)
+
+    def seed(self, seed=None):
+        if isinstance(seed, type) and issubclass(seed, np.random.BitGenerator):
+            seed = seed()  # a BitGenerator class (dask accepts it): fresh entropy
+        if isinstance(seed, SeedStream):
+            seed = seed._rng.bit_generator
+        elif isinstance(getattr(seed, "_stream", None), SeedStream):  # a dask_tra Generator
+            seed = seed._stream._rng.bit_generator
+        self._rng = np.random.default_rng(seed)
+
+    def next(self) -> int:
+        return int(self._rng.integers(2**63))
+
+
+GLOBAL = SeedStream()
+
+
+def _seed_of(seed) -> int:
+    """The seed a draw uses: ``seed`` if given, else the next one of the module-level stream."""
+    return GLOBAL.next() if seed is None else seed
+
+
 def _bind(name, params, args, kwargs):
     if len(args) > len(params):
         raise TypeError(f"{name}() takes {len(params)} distribution parameters, got {len(args)}")
@@ -76,8 +107,7 @@ def draw(method, size, chunks, seed, dtype, params, trailing=None):
 
     getattr(np.random.default_rng(0), method)(size=(0,), **params)
     shape = () if size is None else _shape(size)
-    if seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
+    seed = _seed_of(seed)
     if trailing is None:
         src = RandomSource(method, shape, auto_chunks(chunks, shape, dtype), seed, dtype)
     else:
@@ -198,11 +228,12 @@ def permutation(x, seed=None):
     from .creation import asarray
 
     x = arange(int(x)) if np.ndim(x) == 0 and not hasattr(x, "shape") else asarray(x)
-    index = np.random.default_rng(seed).permutation(x.shape[0])
+    index = np.random.default_rng(_seed_of(seed)).permutation(x.shape[0])
     return take(x, 0, index, x.chunks[0])
 
 
 __all__ = [
+    "SeedStream",
     "beta",
     "binomial",
     "chisquare",

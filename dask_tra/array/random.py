@@ -21,8 +21,7 @@ def _make(method, shape, chunks, seed, dtype=np.float64, **params):
     if shape is None:
         shape = ()
     shape = _shape(shape)
-    if seed is None:
-        seed = int(np.random.default_rng().integers(2**31))
+    seed = distributions._seed_of(seed)
     dtype = check_dtype(dtype)
     return wrap_source(RandomSource(method, shape, auto_chunks(chunks, shape, dtype), seed, dtype, **params))
 
@@ -59,10 +58,15 @@ class Generator:
     """``dask.array.random.default_rng(seed)``: each call draws from the next derived seed."""
 
     def __init__(self, seed=None):
-        self._seeds = np.random.default_rng(seed)
+        self._stream = distributions.SeedStream(seed)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(PCG64)"
+
+    __str__ = __repr__
 
     def _seed(self):
-        return int(self._seeds.integers(2**31))
+        return self._stream.next()
 
     def random(self, size=None, dtype=np.float64, chunks="auto", **kw):
         return random(size, chunks, self._seed(), dtype)
@@ -109,7 +113,7 @@ class RandomState(Generator):
     """``dask.array.random.RandomState(seed)`` (legacy method names)."""
 
     def seed(self, seed=None):
-        self._seeds = np.random.default_rng(seed)
+        self._stream.seed(seed)
 
     def random_integers(self, low, high=None, size=None, chunks="auto", **kw):
         """Integers in [low, high] (or [1, low] when ``high`` is None)."""
@@ -127,15 +131,19 @@ class RandomState(Generator):
 
 
 def default_rng(seed=None):
-    return Generator(seed)
+    """A ``Generator`` seeded by ``seed`` (None, ints, a SeedSequence, a BitGenerator or its
+    class, a NumPy Generator); a dask_tra ``Generator`` is returned as it is (as dask)."""
+    return seed if isinstance(seed, Generator) else Generator(seed)
 
 
 def seed(seed=None):
-    """Reseed the module-level ``RandomState`` (its methods below)."""
+    """Reseed the module-level stream: the draws of the module-level functions called without
+    ``seed=`` after it repeat for the same seed (as ``dask.array.random.seed``)."""
     _STATE.seed(seed)
 
 
 _STATE = RandomState()
+_STATE._stream = distributions.GLOBAL  # the module-level functions' stream
 random_integers, tomaxint = _STATE.random_integers, _STATE.tomaxint
 
 __all__ = [
