@@ -126,10 +126,11 @@ def test_bad_creation_arguments_fail_at_call_time():
 
 def test_one_asarray():
     """One implementation: the namespace's and the Array API's ``asarray`` are creation's (the
-    Array API one only adds ``copy=``/``device=``); the plumbing module has none."""
+    Array API one only adds ``copy=``/``device=``; ``array`` only ``ndmin``); the plumbing
+    module has none."""
     from dask_tra.array import creation, namespace, relations
 
-    assert da.asarray is creation.asarray and da.array is creation.asarray
+    assert da.asarray is creation.asarray and da.array is creation.array
     assert not hasattr(relations, "asarray")
     x = np.arange(4.0)
     y = namespace.asarray(x, copy=True)

@@ -11,7 +11,19 @@ from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
 from .lazy import from_lazy, is_lazy
 from .rechunk import rechunk
-from .relations import BlockSource, auto_chunks, check_dtype, is_array, is_dask, wrap_source
+from ..tra import Transform
+from .kernels import Reshape
+from .relations import (
+    BlockSource,
+    auto_chunks,
+    check_dtype,
+    is_array,
+    is_dask,
+    reject_masked,
+    rekey,
+    wrap,
+    wrap_source,
+)
 
 
 def _shape(shape) -> tuple:
@@ -21,7 +33,20 @@ def _shape(shape) -> tuple:
 def from_array(x, chunks="auto", name=None, **kwargs):
     """Wrap an array cut into dask-style ``chunks``: an in-memory one (NumPy, CuPy or torch), or
     one read block by block where and when the plan needs it (h5py, zarr, netCDF4, memmap, any
-    sliceable array-like; ``lock=`` serialises its reads)."""
+    sliceable array-like; ``lock=`` serialises its reads).
+
+    As dask.array: an in-memory array with NumPy's protocols and a ``copy`` method (NumPy, CuPy)
+    is copied now, so changing ``x`` afterwards does not change the result; a torch tensor
+    (which dask does not copy either) and the lazily read array-likes are read when computed.
+    Unlike dask (which copies a memmap into memory), a memmap is read lazily."""
+    return _from_array(x, chunks, name, copy=True, **kwargs)
+
+
+def _from_array(x, chunks="auto", name=None, copy=True, **kwargs):
+    """``from_array``; ``copy=False`` wraps an in-memory ``x`` without copying it."""
+    from dask.utils import is_arraylike
+
+    reject_masked(x, what="from_array")
     if is_array(x):
         return x if chunks == "auto" else rechunk(x, chunks)
     if is_dask(x):
@@ -29,7 +54,9 @@ def from_array(x, chunks="auto", name=None, **kwargs):
     if is_lazy(x):  # h5py, zarr, netCDF4, memmap: read block by block where needed
         return from_lazy(x, chunks, name=name, lock=kwargs.get("lock", False))
     if not hasattr(x, "shape") or not hasattr(x, "dtype"):
-        x = np.asarray(x)
+        x = np.asarray(x)  # lists, tuples, scalars: a new array already
+    elif copy and is_arraylike(x) and hasattr(x, "copy"):
+        x = x.copy()  # dask.array's rule: later changes to x are not seen
     dtype = check_dtype(backends.numpy_dtype(x.dtype))  # torch.float32 -> float32
     return wrap_source(ArraySource(x, auto_chunks(chunks, tuple(x.shape), dtype)))
 
@@ -46,22 +73,39 @@ def from_dask(x):
     return wrap_source(DaskSource(x))
 
 
-def asarray(a, dtype=None, chunks="auto", **kwargs):
-    """A RelArray for ``a`` (RelArray, dask.array, NumPy array, list or scalar), optionally cast."""
+def asarray(
+    a, allow_unknown_chunksizes=False, dtype=None, order=None, *, like=None, copy=None, chunks="auto", **kwargs
+):
+    """A RelArray for ``a`` (RelArray, dask.array, NumPy array, list or scalar), optionally cast
+    (dask.array's signature; ``like`` is accepted and ignored: chunks are NumPy's). The data
+    is copied, as ``from_array`` does, so later changes to ``a`` are not seen; ``copy=False``
+    shares ``a``'s memory instead (NumPy's meaning: ValueError where a copy cannot be avoided)."""
+    reject_masked(a, what="asarray")
     if is_array(a):
         out = a
     elif is_dask(a):
         out = from_dask(a)
     else:
-        out = from_array(np.asarray(a, dtype=dtype), chunks=chunks)
+        b = np.asarray(a, dtype=dtype, order=order, copy=copy)  # copy=False: NumPy's ValueError if it must copy
+        fresh = b is not a and b.flags.owndata  # made here, shared with nothing (not a view of a)
+        out = _from_array(b, chunks, copy=copy is None and not fresh, **kwargs)
     return out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
 
 
-array = asarray
+def array(x, dtype=None, ndmin=None, *, copy=None, order=None, like=None, chunks="auto", **kwargs):
+    """dask.array's ``array``: ``asarray`` with ``ndmin`` leading axes of length 1 added as needed."""
+    out = asarray(x, dtype=dtype, order=order, like=like, copy=copy, chunks=chunks, **kwargs)
+    extra = 0 if ndmin is None else int(ndmin) - out.ndim
+    if extra <= 0:
+        return out
+    spec = (1,) * extra + tuple((p, 1, 1) for p in range(out.ndim))
+    expr = Transform(out.expr, Reshape(spec))  # one block along each new axis
+    return wrap(rekey(expr, (None,) * extra + tuple(range(out.ndim))), out)
 
 
 def full(shape, fill_value, dtype=None, chunks="auto", **kwargs):
     shape = _shape(shape)
+    reject_masked(fill_value, what="full")
     if np.ndim(fill_value) != 0:
         raise ValueError(f"fill_value must be a scalar, got shape {np.shape(fill_value)}")
     dtype = check_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
@@ -105,23 +149,70 @@ def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
     return _like(lambda s, dtype, chunks: full(s, fill_value, dtype, chunks), a, dtype, chunks, shape)
 
 
-def _blocks(kind, shape, chunks, dtype, params):
+def _blocks(kind, shape, chunks, dtype, params, backend=None):
     dtype = check_dtype(dtype)
-    backend = backends.get(config.get("backend")).name
+    backend = backends.get(backend if backend is not None else config.get("backend")).name
     return wrap_source(
         BlockSource(kind, shape, auto_chunks(chunks, shape, dtype), dtype, params, backend, config.get("device"))
     )
 
 
-def arange(start=0, stop=None, step=1, *, chunks="auto", dtype=None, **kwargs):
-    """``arange(stop)`` or ``arange(start, stop, step)``; blocks are made on their site."""
-    if stop is None:
+def arange(start=None, stop=None, step=1, *, chunks="auto", like=None, dtype=None):
+    """``arange(stop)`` or ``arange(start, stop, step)``; blocks are made on their site. Dtype,
+    length and values are NumPy's for every kind of argument (Python or NumPy scalars): the
+    dtype promotes each argument's own dtype with ``intp``; the length is
+    ``ceil((stop - start) / step)`` in the arguments' arithmetic; element ``i`` is
+    ``first + i * (second - first)`` in the dtype, ``first`` and ``second`` being ``start``
+    and ``start + step`` stored in it. ``like``: chunks of ``like``'s library."""
+    if start is None and stop is None:
+        raise TypeError("arange() requires stop to be specified.")
+    if start is None:
+        start = 0
+    elif stop is None:
         start, stop = 0, start
-    if step == 0:
-        raise ZeroDivisionError("arange: step must not be zero")
-    n = max(0, math.ceil((stop - start) / step))
-    dtype = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
-    return _blocks("arange", (n,), chunks, dtype, (start, step))
+    reject_masked(start, stop, step, what="arange")
+    if dtype is None:  # NumPy's PyArray_ArangeObj: at least intp, promoted by each argument's dtype
+        dtype = np.result_type(np.intp, *(np.asarray(v).dtype for v in (start, stop, step)))
+    dtype = check_dtype(dtype)
+    if dtype.kind == "b":
+        raise TypeError(f"arange() not supported for inputs with DType {type(dtype)}.")
+    n = _arange_length(start, stop, step, dtype.kind == "c")
+    first = np.empty(2, dtype)  # NumPy stores start and start + step, then fills from them
+    if n > 0:
+        first[0] = start
+        first[1] = start + step if n > 1 else first[0]
+    backend = backends.backend_of_type(like) if like is not None and not is_array(like) else None
+    return _blocks("arange", (n,), chunks, dtype, (first[0], first[1]), backend)
+
+
+def _arange_length(start, stop, step, cmplx) -> int:
+    """NumPy's ``_calc_length``: ``ceil((stop - start) / step)`` in the arguments' own arithmetic
+    (for a complex dtype and a Python-complex quotient: the smaller of its parts'), at least 0;
+    an OverflowError there (``start + step`` included) is NumPy's ValueError."""
+    try:
+        span = stop - start
+        quotient = span / step
+        if cmplx and isinstance(quotient, complex):  # np.complex128 too, not np.complex64 (as NumPy)
+            return max(0, min(_ceil_length(quotient.real), _ceil_length(quotient.imag)))
+        value = float(quotient)  # a Python complex: TypeError; a NumPy one: its real part
+        if quotient == 0 and span != 0:  # underflow, or a step of inf
+            return 0 if math.copysign(1.0, value) < 0 else 1
+        length = max(0, _ceil_length(value))
+        if length > 0:
+            _ = start + step  # NumPy computes it here: its errors are length errors
+        return length
+    except OverflowError:
+        raise ValueError("Maximum allowed size exceeded") from None
+
+
+def _ceil_length(value) -> int:
+    """NumPy's ``_arange_safe_ceil_to_intp`` on a 64-bit platform."""
+    if math.isnan(value):
+        raise ValueError("arange: cannot compute length")
+    if math.isinf(value) or not -(2**63) <= math.ceil(value) <= 2**63:
+        raise OverflowError("arange: overflow while computing length")
+    length = math.ceil(value)
+    return 0 if length == 2**63 else length  # 2.0**63 passes NumPy's check and converts to INTP_MIN
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, chunks="auto", dtype=None, **kwargs):

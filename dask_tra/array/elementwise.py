@@ -20,7 +20,7 @@ from ..tra.vjp import P, register_partials
 from .. import backends
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes
-from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, wrap
+from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, reject_masked, wrap
 
 _FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum, np.minimum: K.minimum}
 
@@ -77,6 +77,7 @@ def elementwise(name, fn, *args, dtype=None, facts=None):
     """``fn(*values)`` elementwise over RelArrays, NumPy arrays and scalars (NumPy broadcasting).
     ``fn``: an ``Op``, or a module-level function of the values (so the kernel pickles)."""
     op = fn if isinstance(fn, Op) else Op(fn)
+    reject_masked(*args, what=name)  # before _baked: np.ma.masked is a 0-d array
     args = [a if _baked(a) or is_array(a) or hasattr(a, "dask") or _chunk_library(a) else np.asarray(a) for a in args]
     shapes = [np.shape(a) if not is_array(a) else a.shape for a in args if not _baked(a)]
     out_shape = np.broadcast_shapes(*shapes)

@@ -34,7 +34,7 @@ from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
 from .creation import asarray
 from .lazy import Reopen, from_lazy, handle
-from .relations import check_dtype, grid, offsets, param_relation, wrap, wrap_source
+from .relations import check_dtype, grid, offsets, param_relation, reject_masked, wrap, wrap_source
 
 # ---------------------------------------------------------------- other sources
 
@@ -78,6 +78,7 @@ def from_delayed(value, shape, dtype=None, meta=None, name=None):
     """A one-block RelArray whose block is the value of ``value`` (a ``dask.delayed``)."""
     if not hasattr(value, "key") or not hasattr(value, "__dask_graph__"):
         raise TypeError(f"from_delayed expects a dask Delayed object, got {type(value).__name__}")
+    reject_masked(meta, what="from_delayed's meta")
     dtype = meta.dtype if dtype is None and meta is not None else dtype
     if dtype is None:
         raise ValueError("from_delayed needs dtype= (or meta=): the block's dtype is not known before it runs")

@@ -84,8 +84,9 @@ def _cast(value, dtype):
     """``value`` cast to ``dtype`` as NumPy's item assignment does (unsafe casting; NumPy's errors,
     e.g. for NaN into integers or Python ints out of range); a RelArray or dask array stays lazy."""
     from .creation import asarray
-    from .relations import is_array
+    from .relations import is_array, reject_masked
 
+    reject_masked(value, what="item assignment")  # np.ma.masked included
     if is_array(value) or hasattr(value, "dask"):
         return asarray(value).astype(dtype)
     out = np.empty(np.shape(value), dtype)

@@ -74,6 +74,18 @@ def is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
 
 
+def reject_masked(*values, what="this operation"):
+    """NotImplementedError if a value is a ``numpy.ma.MaskedArray`` (``np.ma.masked`` included):
+    RelArrays hold no masks, so the mask would be lost. Every place a value enters a RelArray
+    calls this (creation, elementwise operands, item assignment)."""
+    for v in values:
+        if isinstance(v, np.ma.MaskedArray):
+            raise NotImplementedError(
+                f"masked arrays are not supported by dask_tra yet: the mask would be lost ({what} got a "
+                f"numpy.ma.{'masked' if v is np.ma.masked else 'MaskedArray'})"
+            )
+
+
 def check_dtype(dtype) -> np.dtype:
     """Bool, integer, floating and complex dtypes only (TypeError otherwise)."""
     dtype = np.dtype(dtype)
@@ -155,8 +167,7 @@ def make_block(kind, shape, offsets, dtype, params, backend="numpy", device=None
 
 def _make_block(kind, shape, offsets, dtype, params):
     if kind == "arange":
-        start, step = params
-        return (start + (offsets[0] + np.arange(shape[0])) * step).astype(dtype)
+        return arange_values(*params, offsets[0] + np.arange(shape[0]), np.dtype(dtype))
     if kind == "linspace":
         start, stop, step, num, endpoint = params
         i = offsets[0] + np.arange(shape[0])
@@ -170,6 +181,25 @@ def _make_block(kind, shape, offsets, dtype, params):
     if kind == "template":
         return np.broadcast_to(np.zeros((), dtype), shape)
     raise ValueError(f"unknown block kind {kind!r}")
+
+
+def arange_values(first, second, i, dtype):
+    """Elements ``i`` of NumPy's ``arange`` whose first two elements are ``first`` and ``second``,
+    as NumPy fills it: ``first + i * (second - first)`` in ``dtype`` (float16 in float32, complex
+    part by part), with elements 0 and 1 as given."""
+    if dtype.kind == "c":
+        part = np.dtype(dtype.char.lower())  # complex64 -> float32
+        out = np.empty(i.shape, dtype)
+        out.real = arange_values(np.real(first), np.real(second), i, part)
+        out.imag = arange_values(np.imag(first), np.imag(second), i, part)
+        return out
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    a, b = work.type(first), work.type(second)
+    with np.errstate(over="ignore"):
+        delta = b - a  # integers wrap, as in NumPy's C fill
+        out = a + i.astype(work) * delta
+    out[i == 0], out[i == 1] = a, b
+    return out.astype(dtype, copy=False)
 
 
 def grid(frontier):
@@ -195,6 +225,7 @@ __all__ = [
     "auto_chunks",
     "is_scalar",
     "check_dtype",
+    "reject_masked",
     "axes_of",
     "axis_of",
     "rekey",
