@@ -525,37 +525,96 @@ def map_blocks(
 _MODES = ("reflect", "periodic", "nearest", "none")
 
 
-def _depths(depth, ndim):
+def _axis_keys(spec, ndim):
+    """A per-axis dict with negative axes made positive (and checked)."""
+    return {axis_of(k, ndim): v for k, v in spec.items()}
+
+
+def coerce_depth(ndim, depth):
+    """dask's ``coerce_depth``: ``depth`` (an int, one entry per axis, or a dict of axes) as
+    ``{axis: int or (before, after)}`` for every axis, with Python ints."""
     if depth is None:
         depth = 0
-    if isinstance(depth, dict):
-        depth = {axis_of(k, ndim): v for k, v in depth.items()}
-        depth = tuple(depth.get(i, 0) for i in range(ndim))
-    elif isinstance(depth, Integral):
+    if isinstance(depth, Integral):
         depth = (depth,) * ndim
-    out = []
-    for d in tuple(depth):
-        lo, hi = (d, d) if isinstance(d, Integral) else tuple(d)
-        if lo < 0 or hi < 0:
-            raise ValueError(f"map_overlap: depth must be non-negative, got {d}")
-        out.append((int(lo), int(hi)))
-    if len(out) != ndim:
-        raise ValueError(f"map_overlap: depth {depth} has {len(out)} entries for {ndim} dimensions")
-    return tuple(out)
+    if isinstance(depth, (tuple, list)):
+        if len(depth) != ndim:
+            raise ValueError(f"depth {tuple(depth)} has {len(depth)} entries for {ndim} dimensions")
+        depth = dict(enumerate(depth))
+    if not isinstance(depth, dict):
+        raise TypeError(f"depth must be an int, a tuple or a dict, not {type(depth).__name__}")
+    depth = _axis_keys(depth, ndim)
+    out = {}
+    for ax in range(ndim):
+        d = depth.get(ax, 0)
+        d = tuple(int(v) for v in d) if isinstance(d, (tuple, list)) else int(d)
+        if min(_pair(d)) < 0 or (isinstance(d, tuple) and len(d) != 2):
+            raise ValueError(f"depth along axis {ax} must be a non-negative int or a (before, after) pair, got {d}")
+        out[ax] = d
+    return out
 
 
-def _boundaries(boundary, ndim):
+def coerce_boundary(ndim, boundary):
+    """dask's ``coerce_boundary``: ``{axis: "reflect" | "periodic" | "nearest" | "none" | a
+    constant}`` for every axis."""
     if boundary is None:
         boundary = "none"
-    if isinstance(boundary, dict):
-        boundary = {axis_of(k, ndim): v for k, v in boundary.items()}
-        boundary = tuple(boundary.get(i, "none") for i in range(ndim))
-    elif not isinstance(boundary, tuple):
+    if not isinstance(boundary, (tuple, dict)):
         boundary = (boundary,) * ndim
-    for b in boundary:
+    if isinstance(boundary, tuple):
+        boundary = dict(enumerate(boundary))
+    boundary = _axis_keys(boundary, ndim)
+    out = {ax: boundary.get(ax, "none") for ax in range(ndim)}
+    for b in out.values():
         if isinstance(b, str) and b not in _MODES:
-            raise ValueError(f"map_overlap: unknown boundary {b!r} (one of {_MODES} or a number)")
-    return tuple(boundary)
+            raise ValueError(f"unknown boundary {b!r}: one of {_MODES} or a constant")
+    return out
+
+
+def _pair(d):
+    return tuple(d) if isinstance(d, tuple) else (d, d)
+
+
+def ensure_minimum_chunksize(size, chunks):
+    """dask's: chunks along one axis, too-small ones merged into their neighbours so that every
+    chunk holds at least ``size`` elements (``ValueError`` if the axis is shorter)."""
+    chunks = tuple(int(c) for c in chunks)
+    if size <= min(chunks):
+        return chunks
+    output, new = [], 0
+    for c in chunks:
+        if c < size:
+            if new > size + (size - c):
+                output.append(new - (size - c))
+                new = size
+            else:
+                new += c
+        if new >= size:
+            output.append(new)
+            new = 0
+        if c >= size:
+            new += c
+    if new >= size:
+        output.append(new)
+    elif output:
+        output[-1] += new
+    else:
+        raise ValueError(f"The overlapping depth {size} is larger than your array {sum(chunks)}.")
+    return tuple(output)
+
+
+def _fit(depth, chunks, allow_rechunk):
+    """Chunks along one axis holding at least ``depth`` elements each (dask's rechunk), or the
+    error dask raises without ``allow_rechunk``."""
+    if allow_rechunk:
+        return ensure_minimum_chunksize(depth, chunks)
+    if depth > min(chunks):
+        raise ValueError(
+            "Overlap depth is larger than smallest chunksize.\n"
+            "Please set allow_rechunk=True to rechunk automatically.\n"
+            f"Overlap depth required: {depth}\nInput chunks: {chunks}\n"
+        )
+    return tuple(chunks)
 
 
 def _source_positions(n, lo, hi, mode, chunks):
@@ -580,20 +639,22 @@ def _source_positions(n, lo, hi, mode, chunks):
     return np.concatenate(pos) if pos else np.arange(0), tuple(sizes)
 
 
-def overlap(x, depth, boundary):
-    """dask.array.overlap.overlap: every block extended by its neighbours' edges (halos)."""
+def halos(x, depth, boundary):
+    """Every block extended by ``depth`` (coerced) elements of its neighbours, or of the
+    boundary at the array's edges (none at an edge with boundary "none"): one gather per axis
+    (boundary modes are index maps; a constant pads the axis first)."""
     from .creation import full
     from .rechunk import take
     from .stacking import concatenate
 
-    depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
-    for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
+    for axis in range(x.ndim):
+        (lo, hi), mode = _pair(depth[axis]), boundary[axis]
         if lo == hi == 0:
             continue
-        n, chunks = x.shape[axis], x.chunks[axis]
+        n = x.shape[axis]
         if mode in _MODES[:3] and (lo > n or hi > n):
-            raise ValueError(f"map_overlap: depth {max(lo, hi)} exceeds the axis length {n} along axis {axis}")
-        src, sizes = _source_positions(n, lo, hi, mode, chunks)
+            raise ValueError(f"depth {max(lo, hi)} exceeds the axis length {n} along axis {axis}")
+        src, sizes = _source_positions(n, lo, hi, mode, x.chunks[axis])
         base = x
         if not isinstance(mode, str):  # constant boundary: pad with the value first
             pads = [
@@ -610,50 +671,134 @@ def overlap(x, depth, boundary):
     return x
 
 
-def trim_overlap(x, depth, boundary, original_chunks):
-    """Remove the halos ``overlap`` added (none at the outer edges of a ``"none"`` boundary)."""
+def overlap(x, depth, boundary, *, allow_rechunk=True):
+    """dask.array.overlap.overlap: every block extended by its neighbours' edges (halos);
+    chunks smaller than the depth are first merged into their neighbours (``allow_rechunk``)."""
+    from .creation import asarray as _asarray
+
+    x = _asarray(x)
+    depth, boundary = coerce_depth(x.ndim, depth), coerce_boundary(x.ndim, boundary)
+    chunks = tuple(_fit(max(_pair(depth[d])), c, allow_rechunk) for d, c in enumerate(x.chunks))
+    return halos(x if chunks == x.chunks else x.rechunk(chunks), depth, boundary)
+
+
+def trim_internal(x, axes, boundary=None):
+    """dask.array.overlap.trim_internal: ``axes`` (a depth) elements cut off both sides of every
+    block (not at the array's edges along a "none" boundary), from the declared chunks: a
+    gather. A block shorter than what is cut is a ``ValueError``."""
     from .rechunk import take
 
-    depth, boundary = _depths(depth, x.ndim), _boundaries(boundary, x.ndim)
-    for axis, ((lo, hi), mode) in enumerate(zip(depth, boundary)):
+    axes, boundary = coerce_depth(x.ndim, axes), coerce_boundary(x.ndim, boundary)
+    for axis in range(x.ndim):
+        lo, hi = _pair(axes[axis])
         if lo == hi == 0:
             continue
-        chunks, cuts = original_chunks[axis], offsets(x.chunks[axis])
-        keep = []
-        for i, c in enumerate(chunks):
-            left = min(lo, int(sum(chunks[:i]))) if mode == "none" else lo  # "none": no halo at the edge
-            keep.append(int(cuts[i]) + left + np.arange(c))
-        x = take(x, axis, np.concatenate(keep), tuple(chunks))
+        chunks, cuts, none = x.chunks[axis], offsets(x.chunks[axis]), boundary[axis] == "none"
+        keep, sizes = [], []
+        for j, c in enumerate(chunks):
+            a = 0 if none and j == 0 else lo
+            b = 0 if none and j == len(chunks) - 1 else hi
+            if c < a + b:
+                raise ValueError(
+                    f"cannot trim {a} + {b} elements off block {j} of {c} elements along axis {axis} "
+                    f"(chunks {chunks}); declare the function's output chunks (chunks=) or pass trim=False"
+                )
+            keep.append(int(cuts[j]) + a + np.arange(c - a - b))
+            sizes.append(c - a - b)
+        x = take(x, axis, np.concatenate(keep), tuple(sizes))
     return x
+
+
+def _aligned(arrays, depths, align_arrays, allow_rechunk):
+    """The arrays (aligned by their trailing axes, as ``map_blocks``) rechunked alike: the
+    common refinement along each axis (``align_arrays``), then chunks holding the deepest halo
+    any array asks for along that axis (``allow_rechunk``)."""
+    targets = [list(a.chunks) for a in arrays]
+    for k in range(1, max(a.ndim for a in arrays) + 1):
+        axes = [(i, a.ndim - k) for i, a in enumerate(arrays) if a.ndim >= k]
+        members = [(i, d) for i, d in axes if not (arrays[i].shape[d] == 1 and len(arrays[i].chunks[d]) == 1)]
+        if len({arrays[i].shape[d] for i, d in members}) > 1:
+            raise ValueError(f"map_overlap: the arrays' shapes {[a.shape for a in arrays]} do not broadcast")
+        found = [arrays[i].chunks[d] for i, d in members]
+        if not align_arrays and len(set(found)) > 1:
+            raise ValueError(f"Shapes do not align: chunks {found} (pass align_arrays=True)")
+        common = _common_chunks(found) if found else None
+        need = max((max(_pair(depths[i][d])) for i, d in members), default=0)
+        for i, d in axes:
+            if (i, d) in members:
+                targets[i][d] = _fit(need, common, allow_rechunk)
+            else:  # a broadcast axis of length 1
+                targets[i][d] = _fit(max(_pair(depths[i][d])), arrays[i].chunks[d], allow_rechunk)
+    return [a if tuple(t) == a.chunks else a.rechunk(tuple(t)) for a, t in zip(arrays, targets)]
+
+
+def _trim_spec(depth, boundary, ndim, n_out, drop_axis, new_axis):
+    """The depth and boundary of the output's axes: ``drop_axis`` removed, ``new_axis`` (no halo)
+    inserted where ``map_blocks`` puts them."""
+    drop = [] if drop_axis is None else [int(d) % ndim for d in np.atleast_1d(drop_axis)]
+    kept = [ax for ax in range(ndim) if ax not in drop]
+    depth, boundary = [depth[ax] for ax in kept], [boundary[ax] for ax in kept]
+    if new_axis is not None:
+        for ax in sorted(int(a) % n_out for a in np.atleast_1d(new_axis)):
+            depth.insert(ax, 0)
+            boundary.insert(ax, "none")
+    return dict(enumerate(depth)), dict(enumerate(boundary))
 
 
 def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=True, allow_rechunk=True, **kwargs):
     """dask.array.map_overlap: ``func`` on blocks extended by ``depth`` elements of their
     neighbours (``boundary``: "reflect", "periodic", "nearest", "none" or a constant at the
-    array's edges), then the halos trimmed off (``trim``)."""
+    array's edges; both may be lists, one per array), then ``depth`` trimmed off each output
+    block (``trim``; the output's declared chunks, so a function may change the block shape,
+    with ``chunks=``/``drop_axis``/``new_axis`` as in ``map_blocks``)."""
+    import warnings
+
     from .creation import asarray as _asarray
 
+    if _is_lazy(func) and args and callable(args[0]):  # dask's deprecated (x, func, depth, boundary, trim)
+        warnings.warn(
+            "The use of map_overlap(array, func, **kwargs) is deprecated since dask 2.17.0 and will be an "
+            "error in a future release. To silence this warning, use the syntax "
+            "map_overlap(func, array0,[ array1, ...,] **kwargs) instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        rest = args[1:]
+        depth, boundary, trim = (rest + (depth, boundary, trim)[len(rest) :])[:3]
+        func, args = args[0], (func,)
     if not callable(func):
-        func, args = args[0], (func,) + tuple(args[1:])  # the old (x, func, ...) order
-    arrays = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
-    arr = [a for a in arrays if is_array(a)]
-    if not arr:
-        raise ValueError("map_overlap needs at least one array")
-    if len(arr) > 1 and len({a.shape for a in arr}) > 1:
-        raise NotImplementedError("map_overlap of arrays of different shapes")
-    if len(arr) > 1 and align_arrays:
-        common = tuple(_common_chunks([a.chunks[d] for a in arr]) for d in range(arr[0].ndim))
-        arrays = [a.rechunk(common) if is_array(a) else a for a in arrays]
-        arr = [a for a in arrays if is_array(a)]
-    original = arr[0].chunks
-    over = [overlap(a, depth, boundary) if is_array(a) else a for a in arrays]
-    if not trim:  # the function trims its halos itself: blocks come back in the original chunks
-        kwargs.setdefault("chunks", original)
-        return map_blocks(func, *over, **kwargs)
-    out = map_blocks(func, *over, **kwargs)
-    if out.chunks != next(a for a in over if is_array(a)).chunks:
-        raise NotImplementedError("map_overlap with trim=True needs a function keeping the block shape")
-    return trim_overlap(out, depth, boundary, original)
+        raise TypeError(f"First argument must be callable function, not {type(func).__name__}")
+    if not args or not all(_is_lazy(a) for a in args):
+        raise TypeError(f"All variadic arguments must be arrays, not {[type(a).__name__ for a in args]}")
+    arrays = [_asarray(a) for a in args]
+
+    def each(spec, coerce):
+        specs = spec if isinstance(spec, list) else [spec] * len(arrays)
+        if len(specs) != len(arrays):
+            raise ValueError(f"map_overlap: {len(specs)} depths/boundaries for {len(arrays)} arrays")
+        return [coerce(a.ndim, s) for a, s in zip(arrays, specs)]
+
+    depths, bounds = each(depth, coerce_depth), each(boundary, coerce_boundary)
+    arrays = _aligned(arrays, depths, align_arrays, allow_rechunk)
+    if all(v == 0 for d in depths for v in d.values()):
+        return map_blocks(func, *arrays, **kwargs)
+    if not trim and "chunks" not in kwargs:  # the function trims its halos itself
+        kwargs["chunks"] = arrays[0].chunks
+    out = map_blocks(func, *[halos(a, d, b) for a, d, b in zip(arrays, depths, bounds)], **kwargs)
+    if not trim:
+        return out
+    i = max(range(len(arrays)), key=lambda k: (arrays[k].ndim, -k))  # the highest rank, first on ties
+    ndim = max(a.ndim for a in arrays)
+    n_out = ndim - len(np.atleast_1d(kwargs.get("drop_axis", []))) + len(np.atleast_1d(kwargs.get("new_axis", [])))
+    depth, boundary = _trim_spec(
+        depths[i], bounds[i], arrays[i].ndim, n_out, kwargs.get("drop_axis"), kwargs.get("new_axis")
+    )
+    if len(depth) != out.ndim:
+        raise ValueError(
+            f"map_overlap: the output has {out.ndim} dimensions, the trimmed depth covers {len(depth)} "
+            f"(pass drop_axis/new_axis, or trim=False)"
+        )
+    return trim_internal(out, depth, boundary)
 
 
 def window_block(block, axis, window):

@@ -1,7 +1,177 @@
-"""dask.array.overlap: halos shared between neighbouring blocks (work in progress)."""
+"""dask.array.overlap: blocks sharing their edges with their neighbours (halos).
+
+Every function here is a lazy TRA expression built from gathers (``rechunk.take``: a
+``Filter``/``ReKey``/``Join``/``Concat`` over a piece relation), ``concatenate`` and
+``full``; nothing is computed at call time. ``map_overlap``, ``overlap``, ``trim_internal``
+and the depth/boundary coercions live with the blockwise family (``blockwise.py``, where
+``da.map_overlap`` and ``x.map_overlap`` come from) and are re-exported here under dask's
+names; the boundary helpers (``periodic``, ``reflect``, ``nearest``, ``constant``,
+``boundaries``), ``overlap_internal``, ``trim_overlap`` and dask's chunking of
+``sliding_window_view`` are this module's.
+"""
 
 from __future__ import annotations
 
-from .blockwise import map_overlap, overlap, sliding_window_view
+import math
 
-__all__ = ["map_overlap", "overlap", "sliding_window_view"]
+import numpy as np
+
+from .blockwise import (
+    _pair,
+    coerce_boundary,
+    coerce_depth,
+    ensure_minimum_chunksize,
+    halos,
+    map_overlap,
+    overlap,
+    trim_internal,
+)
+from .blockwise import sliding_window_view as _window_view
+from .creation import asarray
+from .fill import push
+from .relations import axis_of
+
+
+def overlap_internal(x, axes):
+    """dask.array.overlap.overlap_internal: every block extended by ``axes`` (a depth: int,
+    tuple, dict; ``(before, after)`` pairs) elements of its neighbours, none at the array's
+    edges (a gather per axis)."""
+    x = asarray(x)
+    return halos(x, coerce_depth(x.ndim, axes), coerce_boundary(x.ndim, "none"))
+
+
+def trim_overlap(x, depth, boundary=None):
+    """dask.array.overlap.trim_overlap: ``depth`` trimmed off both sides of every block (see
+    ``trim_internal``)."""
+    x = asarray(x)
+    return trim_internal(x, coerce_depth(x.ndim, depth), boundary)
+
+
+def _pad_axis(x, axis, lo, hi, mode):
+    """``x`` with ``lo`` elements before and ``hi`` after along ``axis`` taken by ``mode``, each
+    side one new block (dask's chunks): a gather of the positions."""
+    from .rechunk import take
+
+    x = asarray(x)
+    axis = axis_of(axis, x.ndim)
+    n = x.shape[axis]
+    if lo == hi == 0:
+        return x
+    if max(lo, hi) > n:
+        raise ValueError(f"{mode}: depth {max(lo, hi)} is larger than the axis length {n} along axis {axis}")
+    if mode == "periodic":
+        left, right = np.arange(n - lo, n), np.arange(hi)
+    elif mode == "reflect":
+        left, right = np.arange(lo)[::-1], np.arange(n - hi, n)[::-1]
+    else:  # nearest
+        left, right = np.zeros(lo, dtype=int), np.full(hi, n - 1)
+    src = np.concatenate([left, np.arange(n), right])
+    sizes = (lo,) * bool(lo) + tuple(x.chunks[axis]) + (hi,) * bool(hi)
+    return take(x, axis, src, sizes)
+
+
+def periodic(x, axis, depth):
+    """dask.array.overlap.periodic: ``depth`` elements of the other end copied to each side."""
+    return _pad_axis(x, axis, depth, depth, "periodic")
+
+
+def reflect(x, axis, depth):
+    """dask.array.overlap.reflect: each side extended by its own ``depth`` edge elements,
+    mirrored (the edge element repeated, as NumPy's ``symmetric`` pad)."""
+    return _pad_axis(x, axis, depth, depth, "reflect")
+
+
+def nearest(x, axis, depth):
+    """dask.array.overlap.nearest: each edge element repeated ``depth`` times outwards."""
+    return _pad_axis(x, axis, depth, depth, "nearest")
+
+
+def constant(x, axis, depth, value):
+    """dask.array.overlap.constant: a block of ``depth`` elements of ``value`` on each side."""
+    from .creation import full
+    from .stacking import concatenate
+
+    x = asarray(x)
+    axis = axis_of(axis, x.ndim)
+    if depth == 0:
+        return x
+    chunks = x.chunks[:axis] + ((depth,),) + x.chunks[axis + 1 :]
+    c = full(tuple(sum(b) for b in chunks), value, dtype=x.dtype, chunks=chunks)
+    return concatenate([c, x, c], axis=axis)
+
+
+def boundaries(x, depth=None, kind=None):
+    """dask.array.overlap.boundaries: each axis extended by ``depth`` elements of its boundary
+    ``kind`` ("periodic", "reflect", "nearest", a constant; "none" or None adds nothing)."""
+    x = asarray(x)
+    if isinstance(kind, dict):
+        kind = {k: "none" if v is None else v for k, v in kind.items()}
+    depth, kind = coerce_depth(x.ndim, depth), coerce_boundary(x.ndim, kind)
+    for i in range(x.ndim):
+        lo, hi = _pair(depth[i])
+        if lo == hi == 0 or kind[i] == "none":
+            continue
+        if isinstance(kind[i], str):
+            x = _pad_axis(x, i, lo, hi, kind[i])
+        elif lo == hi:
+            x = constant(x, i, lo, kind[i])
+        else:
+            raise NotImplementedError(f"boundaries: a constant boundary with an asymmetric depth {depth[i]}")
+    return x
+
+
+def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True):
+    """dask.array.overlap.sliding_window_view (``numpy.lib.stride_tricks``'s): dask's chunks
+    (every windowed axis made of chunks holding a window, the other axes split as dask does
+    with ``automatic_rechunk``), then a gather of ``window - 1`` following elements per block
+    and NumPy's windows per block."""
+    from dask.array._shuffle import _calculate_new_chunksizes
+    from numpy.lib.array_utils import normalize_axis_tuple
+
+    x = asarray(x)
+    window_shape = tuple(int(w) for w in window_shape) if np.iterable(window_shape) else (int(window_shape),)
+    if any(w <= 0 for w in window_shape):
+        raise ValueError("`window_shape` must contain values > 0")
+    if axis is None:
+        axis = tuple(range(x.ndim))
+        if len(window_shape) != len(axis):
+            raise ValueError(
+                f"Since axis is `None`, must provide window_shape for all dimensions of `x`; "
+                f"got {len(window_shape)} window_shape elements and `x.ndim` is {x.ndim}."
+            )
+    else:
+        axis = normalize_axis_tuple(axis, x.ndim, allow_duplicate=True)
+        if len(window_shape) != len(axis):
+            raise ValueError(
+                f"Must provide matching length window_shape and axis; got {len(window_shape)} "
+                f"window_shape elements and {len(axis)} axes elements."
+            )
+    depths = [0] * x.ndim
+    for ax, w in zip(axis, window_shape):
+        depths[ax] += w - 1
+    safe = [ensure_minimum_chunksize(d + 1, c) for d, c in zip(depths, x.chunks)]
+    if automatic_rechunk:
+        safe = [s if d else c for d, c, s in zip(depths, x.chunks, safe)] + [(w,) for w in window_shape]
+        biggest = math.prod(max(c) for c in x.chunks)
+        safe = _calculate_new_chunksizes(x.chunks, safe, {i for i, d in enumerate(depths) if d == 0}, biggest)
+    chunks = tuple(tuple(c) for c in safe[: x.ndim])
+    return _window_view(x if chunks == x.chunks else x.rechunk(chunks), window_shape, axis=axis)
+
+
+__all__ = [
+    "boundaries",
+    "coerce_boundary",
+    "coerce_depth",
+    "constant",
+    "ensure_minimum_chunksize",
+    "map_overlap",
+    "nearest",
+    "overlap",
+    "overlap_internal",
+    "periodic",
+    "push",
+    "reflect",
+    "sliding_window_view",
+    "trim_internal",
+    "trim_overlap",
+]
