@@ -38,11 +38,8 @@ def _known(v) -> bool:
 
 def array_ufunc(ufunc, method, *inputs, **kwargs):
     da = _namespace()
-    if not all(_known(v) for v in inputs):
+    if not all(_known(v) for v in (*inputs, *(kwargs.get("out") or ()))):
         return NotImplemented
-    if kwargs.get("out") is not None:
-        raise TypeError(f"{ufunc.__name__}: out= is not supported by dask_tra arrays (they are immutable)")
-    kwargs.pop("out", None)
     if method == "__call__":
         if ufunc is np.matmul:
             return da.matmul(*inputs, **kwargs)

@@ -132,18 +132,26 @@ def _aligned(arrays, out_shape):
 # ---------------------------------------------------------------- NumPy ufuncs
 
 
-def apply_ufunc(ufunc, *args, out=None, **kwargs):
-    """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``)."""
-    if out is not None:
-        raise TypeError(f"{ufunc.__name__}: out= is not supported by dask_tra arrays (they are immutable)")
-    if kwargs.get("where", True) is not True:
-        raise TypeError(f"{ufunc.__name__}: where= is not supported; use dask_tra.array.where")
-    kwargs.pop("where", None)
+def apply_ufunc(ufunc, *args, out=None, where=True, **kwargs):
+    """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``).
+    ``out=`` (a RelArray) is rebound to the result, as dask.array does; with ``where=``, the
+    result is ``out``'s value where the condition is False (0 without ``out``, where NumPy
+    leaves memory uninitialized)."""
+    from .methods import handle_out, normalize_out
+
+    out = normalize_out(out)
+    if where is not True:
+        if ufunc.nout > 1:
+            raise NotImplementedError(f"{ufunc.__name__}: where= with several outputs is not supported")
+        value = apply_ufunc(ufunc, *args, **kwargs)
+        keep = out if out is not None else np.zeros((), value.dtype)
+        cond = False if where is None else where
+        return handle_out(out, astype(elementwise("where", where_values, cond, value, keep), value.dtype))
     name = ufunc.__name__ + (f"[{kwargs}]" if kwargs else "")
     if ufunc.nout > 1:
         return tuple(elementwise(f"{name}.{i}", Op(ufunc, i, **kwargs), *args) for i in range(ufunc.nout))
     facts = _FACTS.get(ufunc) if not kwargs else None
-    return elementwise(name, Op(ufunc, **kwargs), *args, facts=facts)
+    return handle_out(out, elementwise(name, Op(ufunc, **kwargs), *args, facts=facts))
 
 
 def _ufunc(u):

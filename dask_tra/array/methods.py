@@ -37,6 +37,33 @@ def chunk_device(expr, sources) -> str:
     return dev[id(expr)]
 
 
+def normalize_out(out):
+    """dask.array's ``out=``: None, a RelArray, or a tuple holding one (NumPy's ufunc form)."""
+    from .relations import is_array
+
+    if isinstance(out, tuple):
+        if len(out) > 1:
+            raise NotImplementedError("The out parameter is not fully supported: only one output array")
+        out = out[0] if out else None
+    if out is not None and not is_array(out):
+        raise NotImplementedError(
+            f"The out parameter is not fully supported. Received type {type(out).__name__}, expected a dask_tra Array"
+        )
+    return out
+
+
+def handle_out(out, result):
+    """``result``, or, with ``out=`` a RelArray of its shape, ``out`` rebound to it (as dask.array:
+    arrays are immutable, so ``out`` takes the result's expression, chunks and dtype)."""
+    out = normalize_out(out)
+    if out is None:
+        return result
+    if out.shape != result.shape:
+        raise ValueError(f"Mismatched shapes between result and out parameter. out={out.shape}, result={result.shape}")
+    out._become(result)
+    return out
+
+
 def _binary(name, reflected=False):
     def op(self, other):
         from .dispatch import _known
@@ -345,6 +372,10 @@ class ArrayMethods:
         y = _assigned(self, index, value)
         if y is None:  # an empty selection
             return
+        self._become(y)
+
+    def _become(self, y):
+        """This object now holds ``y``'s expression (item assignment, ``out=``)."""
         self.expr, self.sources, self.chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
         self._plans, self._last_explain = {}, None  # plans of the old expression
 
