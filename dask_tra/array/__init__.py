@@ -35,6 +35,7 @@ from . import (
     utils,
 )
 from . import fft, linalg  # noqa: E402
+from . import ma  # noqa: E402,F401 (dask.array.ma)
 from .blockwise import *  # noqa: F401,F403
 from .chunk_types import *  # noqa: F401,F403
 from .blocksparse import *  # noqa: F401,F403

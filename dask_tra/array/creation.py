@@ -46,7 +46,6 @@ def _from_array(x, chunks="auto", name=None, copy=True, **kwargs):
     """``from_array``; ``copy=False`` wraps an in-memory ``x`` without copying it."""
     from dask.utils import is_arraylike
 
-    reject_masked(x, what="from_array")
     if is_array(x):
         return x if chunks == "auto" else rechunk(x, chunks)
     if is_dask(x):
@@ -80,11 +79,14 @@ def asarray(
     (dask.array's signature; ``like`` is accepted and ignored: chunks are NumPy's). The data
     is copied, as ``from_array`` does, so later changes to ``a`` are not seen; ``copy=False``
     shares ``a``'s memory instead (NumPy's meaning: ValueError where a copy cannot be avoided)."""
-    reject_masked(a, what="asarray")
     if is_array(a):
         out = a
     elif is_dask(a):
         out = from_dask(a)
+    elif isinstance(a, np.ma.MaskedArray):  # masked blocks (np.asarray would drop the mask)
+        if a is np.ma.masked:
+            reject_masked(a, what="asarray")
+        out = _from_array(a, chunks, copy=copy is not False, **kwargs)
     else:
         b = np.asarray(a, dtype=dtype, order=order, copy=copy)  # copy=False: NumPy's ValueError if it must copy
         fresh = b is not a and b.flags.owndata  # made here, shared with nothing (not a view of a)

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..backends import masked
 from ..tra.expr import Join
 from ..tra.kernels import (
     ARRAY,
@@ -48,7 +49,10 @@ from ..tra.vjp import GradError, P, Y, partials_for, register_partials, register
 
 
 def npx(*chunks):
-    """The NumPy-style namespace of some chunks (NumPy's names and semantics, in their library)."""
+    """The NumPy-style namespace of some chunks (NumPy's names and semantics, in their library;
+    ``numpy.ma``'s where NumPy's would drop the mask of a masked chunk: ``backends.masked``)."""
+    if masked.any_masked(*chunks):
+        return masked.namespace(*chunks)
     return backends.numpy_like(*chunks)
 
 
@@ -308,6 +312,7 @@ class Reshape(Kernel):
         return s if isinstance(s, int) else shape[s[0]] * s[1] // s[2]
 
     def __call__(self, chunk):
+        chunk = masked.plain(chunk)  # a reduction's partial, finished (squeezed)
         return npx(chunk).reshape(chunk, tuple(self._extent(s, chunk.shape) for s in self.spec))
 
     def out_axes(self, frontier, axes):
@@ -331,6 +336,8 @@ class ReduceChunk(Kernel):
         self.annihilates = op == "sum"
 
     def __call__(self, chunk):
+        if masked.is_masked(chunk):
+            return _reduce_masked(self.op, self.axes, self.dtype, chunk)
         b = backends.backend_of(chunk)
         out = b.reduce(self.op, chunk, axis=self.axes, keepdims=True, dtype=self.dtype)
         if b is backends.NUMPY:
@@ -342,6 +349,19 @@ class ReduceChunk(Kernel):
 
     def out_dtype(self, dtype):
         return self.dtype
+
+
+def _reduce_masked(op, axes, dtype, chunk):
+    """A masked chunk's reduction (``numpy.ma``'s: masked elements skipped) as a partial whose
+    fully masked elements are absent, so that merging partials skips them."""
+    if op.startswith("nan"):
+        chunk = masked.NAMESPACE.where(np.isnan(np.ma.getdata(chunk)), np.ma.masked, chunk)
+        op = op[3:]
+    kw = {"dtype": dtype} if op in ("sum", "prod") else {}
+    out = getattr(chunk, op)(axis=axes, keepdims=True, **kw)
+    mask = np.ma.getmaskarray(out) if out is not np.ma.masked else np.ones((1,) * chunk.ndim, bool)
+    data = np.asarray(np.ma.getdata(out)).astype(dtype, copy=False).reshape(mask.shape)
+    return np.ma.MaskedArray(data, mask=mask).view(masked.MaskedPartial)
 
 
 def broadcast_axes(frontier, *axes_list):
