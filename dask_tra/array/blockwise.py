@@ -784,7 +784,15 @@ def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=
         return map_blocks(func, *arrays, **kwargs)
     if not trim and "chunks" not in kwargs:  # the function trims its halos itself
         kwargs["chunks"] = arrays[0].chunks
-    out = map_blocks(func, *[halos(a, d, b) for a, d, b in zip(arrays, depths, bounds)], **kwargs)
+    over = [halos(a, d, b) for a, d, b in zip(arrays, depths, bounds)]
+    for k in range(1, max(a.ndim for a in over) + 1):
+        lengths = {a.shape[-k] for a, b in zip(over, arrays) if b.ndim >= k and b.shape[-k] > 1}
+        if len(lengths) > 1 or (lengths and any(a.ndim >= k and a.shape[-k] not in lengths | {1} for a in over)):
+            raise NotImplementedError(
+                f"map_overlap: the arrays' extended blocks differ in length along their axis {-k} "
+                f"(halos of other depths, or a halo on a broadcast axis of length 1)"
+            )
+    out = map_blocks(func, *over, **kwargs)
     if not trim:
         return out
     i = max(range(len(arrays)), key=lambda k: (arrays[k].ndim, -k))  # the highest rank, first on ties

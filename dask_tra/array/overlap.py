@@ -120,6 +120,31 @@ def boundaries(x, depth=None, kind=None):
     return x
 
 
+def add_dummy_padding(x, depth, boundary):
+    """dask.array.overlap.add_dummy_padding: along each axis with a "none" boundary and a depth,
+    ``depth`` elements of unspecified value (``empty``) on each side, absorbed into the first
+    and last blocks (``depth``, ``boundary``: coerced dicts)."""
+    from .creation import empty
+    from .stacking import concatenate
+
+    x = asarray(x)
+    for k, v in boundary.items():
+        d = _pair(depth.get(k, 0))[0]
+        if isinstance(v, str) and v == "none" and d > 0:
+            chunks = x.chunks[:k] + ((d,),) + x.chunks[k + 1 :]
+            pad = empty(tuple(sum(c) for c in chunks), dtype=x.dtype, chunks=chunks)
+            out = list(x.chunks[k])
+            out[0] += d
+            out[-1] += d
+            x = concatenate([pad, x, pad], axis=k).rechunk(x.chunks[:k] + (tuple(out),) + x.chunks[k + 1 :])
+    return x
+
+
+def coerce_depth_type(ndim, depth):
+    """dask's: the depth's entries as Python ints (``coerce_depth`` does it too)."""
+    return coerce_depth(ndim, depth)
+
+
 def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True):
     """dask.array.overlap.sliding_window_view (``numpy.lib.stride_tricks``'s): dask's chunks
     (every windowed axis made of chunks holding a window, the other axes split as dask does
@@ -159,7 +184,9 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True):
 
 
 __all__ = [
+    "add_dummy_padding",
     "boundaries",
+    "coerce_depth_type",
     "coerce_boundary",
     "coerce_depth",
     "constant",
