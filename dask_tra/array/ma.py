@@ -54,7 +54,9 @@ def _masked_array(fill_value, dtype, data, mask=np.ma.nomask):
 
 
 def _set_fill_value(fill_value, x):
-    x = np.ma.asanyarray(x).copy()  # never change a block in place (it may be shared)
+    if not isinstance(x, np.ma.MaskedArray):
+        return x  # as numpy.ma.set_fill_value: a plain array is left as it is
+    x = x.copy()  # never change a block in place (it may be shared)
     x.fill_value = fill_value
     return x
 
@@ -91,7 +93,10 @@ def _apply(name, fn, *args, dtype=None):
     from .kernels import Op
     from ..tra.kernels import Bound
 
-    return elementwise(name, Op(fn if not isinstance(fn, tuple) else Bound(*fn)), *args, dtype=dtype)
+    if isinstance(fn, tuple):  # constants bound into the kernel: named in it (plans are cached by name)
+        name = f"{name}[{','.join(repr(p) for p in fn[1:])}]"
+        fn = Bound(*fn)
+    return elementwise(name, Op(fn), *args, dtype=dtype)
 
 
 # ---------------------------------------------------------------- masking

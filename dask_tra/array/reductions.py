@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..backends import masked
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
 from ..tra.kernels import Bound
@@ -118,6 +119,7 @@ def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, *
 
 def quiet_divide(s, n):
     """``s / n``; an empty reduction (n = 0) gives NaN without a warning."""
+    masked.refuse(s, "mean")
     with np.errstate(invalid="ignore", divide="ignore"):
         return s / n
 
@@ -144,6 +146,7 @@ def _moments_init(axes, dt):
 
 
 def _moments(axes, dt, c):
+    masked.refuse(c, "var/std")
     xp = npx(c)
     n = math.prod(c.shape[a] for a in axes)
     m = xp.sum(c, axis=axes, keepdims=True, dtype=dt) / (n or 1)
@@ -208,6 +211,7 @@ def _arg_init(op, axis, shape, dt):
 
 
 def _arg_start(op, axis, shape, dt, c, off):
+    masked.refuse(c, op)
     xp = npx(c)
     red = tuple(range(c.ndim)) if axis is None else (axis,)
     kshape = tuple(1 if i in red else s for i, s in enumerate(c.shape))

@@ -16,7 +16,7 @@ def _value(x, scheduler, check_chunks, check_dtype):
 
     if isinstance(x, RelArray):
         (v,) = dask.compute(x, scheduler=scheduler)
-        v = np.asarray(backends.to_numpy(v))
+        v = v if isinstance(v, np.ma.MaskedArray) else np.asarray(backends.to_numpy(v))
         if v.shape != x.shape:
             raise AssertionError(f"computed shape {v.shape} != declared shape {x.shape}")
         if check_dtype and v.dtype != x.dtype:
@@ -28,8 +28,8 @@ def _value(x, scheduler, check_chunks, check_dtype):
         return v
     if dask.is_dask_collection(x):
         (v,) = dask.compute(x, scheduler=scheduler)
-        return np.asarray(v)
-    return np.asarray(x)
+        return np.asanyarray(v)
+    return np.asanyarray(x)
 
 
 def assert_eq(
@@ -48,9 +48,21 @@ def assert_eq(
 ):
     """Raise ``AssertionError`` unless ``a`` and ``b`` agree in ndim, shape, dtype and values
     (``np.allclose`` with ``kwargs`` such as ``rtol``/``atol``); returns True. ``check_graph``,
-    ``check_meta`` and ``check_type`` are dask-graph details and are accepted as no-ops."""
+    ``check_meta`` and ``check_type`` are dask-graph details and are accepted as no-ops. Two masked
+    arrays (``numpy.ma``) must have equal masks; masked elements' values are not compared (dask's
+    ``masked_equal=True``)."""
     av = _value(a, scheduler, check_chunks, check_dtype)
     bv = _value(b, scheduler, check_chunks, check_dtype)
+    if isinstance(av, np.ma.MaskedArray) or isinstance(bv, np.ma.MaskedArray):
+        # masked arrays: the masks agree, and the values where unmasked (dask's assert_eq)
+        am, bm = np.ma.getmaskarray(av), np.ma.getmaskarray(bv)
+        both = isinstance(av, np.ma.MaskedArray) and isinstance(bv, np.ma.MaskedArray)
+        if both and am.shape == bm.shape and not np.array_equal(am, bm):
+            raise AssertionError(f"a and b have different masks ({int(np.sum(am != bm))} elements differ)")
+        if am.shape == bm.shape and (am.any() or bm.any()):  # one masked: compare where it is not
+            m = am | bm
+            av, bv = np.where(m, 0, np.ma.getdata(av)), np.where(m, 0, np.ma.getdata(bv))
+        av, bv = np.asarray(np.ma.getdata(av)), np.asarray(np.ma.getdata(bv))
     if check_ndim and av.ndim != bv.ndim:
         raise AssertionError(f"a and b have different ndim: {av.ndim} != {bv.ndim}")
     if check_shape and av.shape != bv.shape:

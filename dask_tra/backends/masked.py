@@ -30,6 +30,12 @@ def any_masked(*chunks) -> bool:
     return any(isinstance(c, np.ma.MaskedArray) for c in chunks)
 
 
+def refuse(chunk, what):
+    """NotImplementedError for a masked chunk reaching a kernel that would lose its mask."""
+    if isinstance(chunk, np.ma.MaskedArray):
+        raise NotImplementedError(f"{what} of masked arrays is not supported by dask_tra yet (the mask would be lost)")
+
+
 def plain(x):
     """``x`` as a plain ``MaskedArray`` (a finished partial), anything else as it is."""
     return x.view(np.ma.MaskedArray) if isinstance(x, MaskedPartial) else x
@@ -201,4 +207,14 @@ def namespace(*chunks):
     return NAMESPACE
 
 
-__all__ = ["MaskedPartial", "MaskedNamespace", "NAMESPACE", "namespace", "is_masked", "any_masked", "plain", "sizeof"]
+__all__ = [
+    "refuse",
+    "MaskedPartial",
+    "MaskedNamespace",
+    "NAMESPACE",
+    "namespace",
+    "is_masked",
+    "any_masked",
+    "plain",
+    "sizeof",
+]
