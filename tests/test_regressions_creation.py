@@ -137,18 +137,12 @@ MASKED = np.ma.array([1.0, 2.0, 3.0, 4.0, 5.0], mask=[0, 1, 0, 0, 1])
 @pytest.mark.parametrize(
     "make",
     [
-        lambda x: da.from_array(MASKED, chunks=(2, 3)),
-        lambda x: da.asarray(MASKED),
-        lambda x: da.array(MASKED, ndmin=2),
         lambda x: da.full(3, np.ma.masked),
         lambda x: x + MASKED,
         lambda x: np.add(MASKED, x),
         lambda x: x * np.ma.masked,
         lambda x: da.where(x > 2, MASKED, x),
         lambda x: da.clip(x, MASKED, 4),
-        lambda x: da.concatenate([x, MASKED]),
-        lambda x: da.stack([x, MASKED]),
-        lambda x: da.sum(MASKED),
         lambda x: x.__setitem__(1, np.ma.masked),
         lambda x: x.__setitem__(slice(None), MASKED),
     ],
@@ -159,6 +153,30 @@ def test_masked_arrays_raise_instead_of_dropping_the_mask(make):
     with pytest.raises(NotImplementedError, match=message):
         make(x)
     np.testing.assert_array_equal(x.compute(), np.arange(5.0))  # a failed assignment changes nothing
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda x: da.from_array(MASKED, chunks=(2, 3)), lambda x: MASKED),
+        (lambda x: da.asarray(MASKED), lambda x: MASKED),
+        (lambda x: da.array(MASKED, ndmin=2), lambda x: MASKED[None]),
+        pytest.param(
+            lambda x: da.concatenate([x, MASKED]),
+            lambda x: np.ma.concatenate([x, MASKED]),
+            marks=pytest.mark.xfail(strict=True, reason="blocks merged by dask/emit.py's _concat lose the mask"),
+        ),
+        (lambda x: da.stack([x, MASKED]), lambda x: np.ma.stack([x, MASKED])),
+    ],
+)
+def test_masked_arrays_keep_their_mask(make, expected):
+    """Since da.ma: these paths keep the mask (they raised before, rather than dropping it)."""
+    x = np.arange(5.0)
+    res, exp = make(da.from_array(x, chunks=(2, 3))).compute(), expected(x)
+    assert isinstance(res, np.ma.MaskedArray)
+    np.testing.assert_array_equal(np.ma.getmaskarray(res), np.ma.getmaskarray(exp))
+    np.testing.assert_array_equal(np.ma.filled(res, -1), np.ma.filled(exp, -1))
+    assert da.sum(MASKED).compute() == MASKED.sum()
 
 
 def test_masked_meta_of_from_delayed_raises():
