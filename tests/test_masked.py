@@ -43,14 +43,24 @@ def test_elementwise_and_structure():
     _same(da.concatenate([d, d], axis=1).compute(), np.ma.concatenate([m, m], axis=1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="blocks merged by rechunk go through dask/emit.py's _concat (xp.concat), "
-    "which drops masks: known gap, see docs/api.md",
-)
-def test_rechunk_merging_blocks_keeps_the_mask():
+@pytest.mark.parametrize("chunks", [(4, 3), (7, 1), (2, 5)])
+def test_rechunk_merging_blocks_keeps_the_mask(chunks):
     m = _data(1)
-    _same(da.from_array(m, chunks=CHUNKS).rechunk((4, 3)).compute(), m)
+    _same(da.from_array(m, chunks=CHUNKS).rechunk(chunks).compute(), m)
+
+
+def test_concatenate_keeps_the_mask():
+    m = _data(2)
+    x = da.from_array(m, chunks=CHUNKS)
+    _same(da.concatenate([x, x[:3]], axis=0).compute(), np.ma.concatenate([m, m[:3]], axis=0))
+
+
+@pytest.mark.parametrize("op", ["matmul", "einsum"])
+def test_products_of_masked_chunks_raise_rather_than_lose_the_mask(op):
+    x = da.from_array(_data(3), chunks=CHUNKS)
+    y = x @ x.T if op == "matmul" else da.einsum("ij,kj->ik", x, x)
+    with pytest.raises(NotImplementedError, match="masked arrays is not supported"):
+        y.compute()
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "any", "all"])

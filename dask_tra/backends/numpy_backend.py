@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Backend
+from .masked import any_masked, plain, refuse
 from .registry import register
 
 
@@ -62,10 +63,20 @@ class NumpyBackend(Backend):
         return self._ns.astype(x, dtype, copy=copy)
 
     def concat(self, chunks, axis=0):
-        return np.concatenate(list(chunks), axis=axis)
+        chunks = list(chunks)
+        if any_masked(*chunks):  # np.concatenate drops masks
+            return np.ma.concatenate([plain(c) for c in chunks], axis=axis)
+        return np.concatenate(chunks, axis=axis)
 
     def einsum(self, subscripts, *operands):
+        for c in operands:
+            refuse(c, "einsum")
         return np.einsum(subscripts, *operands)
+
+    def matmul(self, a, b):
+        refuse(a, "matmul")
+        refuse(b, "matmul")
+        return a @ b
 
     def to_numpy(self, x):
         return np.asarray(x)

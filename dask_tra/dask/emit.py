@@ -491,9 +491,9 @@ def _fold(kernel, *chunks):
 
 
 def _concat(axis, *chunks):
-    from ..tra.kernels import namespace
+    from ..tra.kernels import concat_chunks
 
-    return namespace(*chunks).concat(chunks, axis=axis)
+    return concat_chunks(chunks, axis)
 
 
 __all__ = ["emit", "Pins", "stage_name"]

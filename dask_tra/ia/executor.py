@@ -15,7 +15,7 @@ import numpy as np
 from ..tra.errors import fmt_key
 from ..tra.executor import apply_kernel, apply_map, check_relation
 from ..tra.expr import Concat
-from ..tra.kernels import namespace
+from ..tra.kernels import concat_chunks
 from .nodes import (
     Broadcast,
     IANode,
@@ -106,7 +106,7 @@ def _value(node: IANode, key: Any, site: int, origin: Any, res: Result, inputs: 
         if isinstance(node.op, Concat):
             kd = node.op.key_dim
             order = sorted(range(len(members)), key=lambda i: members[i][0][kd])
-            return namespace(*chunks).concat([chunks[i] for i in order], axis=node.op.array_dim)
+            return concat_chunks([chunks[i] for i in order], node.op.array_dim)
         acc = chunks[0]
         for c in chunks[1:]:
             acc = apply_kernel(node.op, node.op.kernel, (acc, c), key)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ChunkShapeError, KernelError, TRAError, fmt_key
 from .expr import Aggregate, Concat, Expr, Input, Join, TupleMap
-from .kernels import namespace
+from .kernels import concat_chunks
 from .relation import RelationType
 
 Rel = dict[tuple[int, ...], Any]  # {key: chunk}
@@ -112,7 +112,7 @@ def _concat(node: Concat, rel: Rel) -> Rel:
     groups = defaultdict(list)
     for k in sorted(rel, key=lambda k: k[node.key_dim]):
         groups[k[: node.key_dim] + k[node.key_dim + 1 :]].append(rel[k])
-    return {g: namespace(*cs).concat(cs, axis=node.array_dim) for g, cs in groups.items()}
+    return {g: concat_chunks(cs, node.array_dim) for g, cs in groups.items()}
 
 
 # the apply function of each operator but the tuple maps: (node, *child relations) -> relation

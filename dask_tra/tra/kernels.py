@@ -36,6 +36,12 @@ def namespace(*chunks: Any) -> Any:
     return backends.namespace(*chunks)
 
 
+def concat_chunks(chunks: Sequence[Any], axis: int) -> Any:
+    """Chunks joined along ``axis`` by their backend (which keeps what the library's plain
+    concatenate would drop: a masked chunk's mask)."""
+    return backends.backend_of(*chunks).concat(list(chunks), axis=axis)
+
+
 def frozen(value: Any) -> Any:
     """A hashable stand-in for ``value`` that is equal exactly when the values are
     (arrays by dtype, shape and contents; dicts, lists and sets by their items; NaN equals NaN)."""
