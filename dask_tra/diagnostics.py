@@ -5,13 +5,15 @@ from __future__ import annotations
 _ACTIVE: list = []
 
 
-def register(explain, computed=False, owner=None):
+def register(explain, computed=False, owner=None, outputs=()):
     """Called when a RelArray's graph is built (and again, ``computed``, when its result is
     gathered by compute): measures open now report its plan once. ``owner`` names the
     collection: dask asks a collection for its graph several times per compute, and if the
     cluster changed in between (a replica dropped, a worker gone) it plans again; only the
-    last graph runs, so its report replaces the owner's earlier one."""
+    last graph runs, so its report replaces the owner's earlier one. ``outputs``: the key names
+    of the collection's result blocks (named after the array, not ``tra-``: they are a plan's)."""
     for m in _ACTIVE:
+        m.outputs.update(outputs)
         if owner is not None and not computed:
             earlier = m.owned.get(owner)
             if earlier is not None and earlier is not explain:
@@ -41,8 +43,9 @@ class measure:
     from the workers' incoming transfer logs) and ``m.predicted_bytes`` (the plans built
     inside, plus, for arrays computed, dask's gathering of the result blocks on one worker).
 
-    ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names
-    not starting ``tra-``): transfers inside a wrapped dask.array's own graph (e.g.
+    ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names not
+    starting ``tra-``, other than the computed arrays' result blocks): transfers inside a
+    wrapped dask.array's own graph (e.g.
     ``da.from_array``'s one key holding the whole array, sent to every worker that cuts a
     block, or a lazy block behind further work, made once and fetched by a second site that
     reads it) or other work running at the same time. ``m.plan_bytes`` is the rest: what the
@@ -60,6 +63,7 @@ class measure:
         self.bytes_moved = None
         self.other_bytes = None
         self.reads = set()
+        self.outputs = set()  # names of result blocks' keys (a plan's, though not ``tra-``)
         self.complete = True
 
     @property
@@ -92,6 +96,7 @@ class measure:
             self.marks,
             sorted(self.workers),
             self.reads,
+            sorted(self.outputs),
             workers=sorted(alive & set(self.marks)),
             on_error="return",
         )
@@ -122,7 +127,7 @@ def _log_mark(dask_worker):
     return id(log[-1]) if log else None
 
 
-def _incoming_since(marks, workers, reads, dask_worker):
+def _incoming_since(marks, workers, reads, outputs, dask_worker):
     """(bytes received from other workers since the mark, whether the bounded log still holds
     the mark, the part of those bytes carrying keys that are not a plan's)."""
     mark = marks[dask_worker.address]
@@ -132,17 +137,18 @@ def _incoming_since(marks, workers, reads, dask_worker):
         since = next((i + 1 for i in range(len(entries) - 1, -1, -1) if id(entries[i]) == mark), 0)
     complete = mark is None and len(entries) < dask_worker.transfer_incoming_log.maxlen or since > 0
     total = other = 0
+    outputs = set(outputs)
     for e in entries[since:]:
         if e["who"] in workers and e["who"] != dask_worker.address:
             total += e["total"]
-            theirs = sum(n for k, n in e["keys"].items() if not _is_plan_key(k) and k not in reads)
+            theirs = sum(n for k, n in e["keys"].items() if not _is_plan_key(k, outputs) and k not in reads)
             other += round(e["total"] * theirs / max(sum(e["keys"].values()), 1))
     return total, complete, other
 
 
-def _is_plan_key(key) -> bool:
+def _is_plan_key(key, outputs) -> bool:
     name = key[0] if isinstance(key, tuple) else key
-    return isinstance(name, str) and name.startswith("tra-")
+    return isinstance(name, str) and (name.startswith("tra-") or name in outputs)
 
 
 __all__ = ["measure", "register"]

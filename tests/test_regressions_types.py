@@ -47,3 +47,23 @@ def test_sparse_meshgrid_returns_a_tuple():
     assert type(got) is tuple
     for g, w in zip(got, np.meshgrid(np.arange(3), np.arange(2), sparse=True), strict=True):
         np.testing.assert_array_equal(g.compute(), w)
+
+
+def test_array_constructor_from_a_dask_task_graph():
+    graph = {("x", 0, i): np.full((2, 3), i, float) for i in range(2)}
+    a = da.Array(graph, "x", chunks=((2,), (3, 3)), dtype=float)
+    assert isinstance(a, da.Array) and a.chunks == ((2,), (3, 3)) and a.dtype == np.float64
+    want = np.concatenate([np.full((2, 3), 0.0), np.full((2, 3), 1.0)], axis=1)
+    np.testing.assert_array_equal((a + da.Array(graph, "x", ((2,), (3, 3)), dtype="f8")).compute(), 2 * want)
+    with pytest.raises(ValueError, match="meta or dtype"):
+        da.Array(graph, "x", chunks=((2,), (3, 3)))
+
+
+def test_assert_eq_check_shape_false_allows_a_block_function_that_breaks_its_declared_shape():
+    from dask_tra.array.utils import assert_eq
+
+    x = da.from_array(np.arange(12).reshape(3, 4), chunks=2)
+    y = x.map_blocks(lambda b: b, chunks=((1, 1), (2, 2)))  # declares (2, 4), computes (3, 4)
+    with pytest.raises(AssertionError, match="declared shape"):
+        assert_eq(y, np.arange(12).reshape(3, 4))
+    assert assert_eq(y, np.arange(12).reshape(3, 4), check_shape=False, check_chunks=False)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from ..dask.collection import DaskCollection
-from ..dask.sources import PersistedSource, fresh_name
+from ..dask.sources import PersistedSource
 from ..tra import TRAError
 from .methods import ArrayMethods
+from .naming import array_name
 from .zerofill import assemble_held, densify, fill_missing
 
 
@@ -20,7 +21,10 @@ class RelArray(ArrayMethods, DaskCollection):
 
     __array_priority__ = 20
 
-    def __init__(self, expr, sources: dict, name: str | None = None):
+    def __init__(self, expr, sources: dict, name: str | None = None, **dask_array_args):
+        if not hasattr(expr, "type"):  # dask.array's constructor, Array(graph, name, chunks, dtype, meta, shape)
+            self.__dict__.update(_from_dask_graph(expr, sources, name, dask_array_args).__dict__)
+            return
         t = expr.type
         chunks = (t if t.keys is None else t.with_(keys=None)).array_chunks()
         if chunks is None:
@@ -29,7 +33,7 @@ class RelArray(ArrayMethods, DaskCollection):
         self.sparse_expr = expr
         needed = {n.name for e in (expr, self.expr) for n in e.walk() if not n.children and hasattr(n, "name")}
         self.sources = {k: v for k, v in {**sources, **extra}.items() if k in needed}
-        self.name = name or fresh_name("tra-output")
+        self.name = name or array_name(expr)
         self.chunks = chunks
         self._plans = {}
         self._last_explain = None
@@ -130,3 +134,16 @@ class RelArray(ArrayMethods, DaskCollection):
 
 
 __all__ = ["RelArray"]
+
+
+def _from_dask_graph(graph, name, chunks, kwargs) -> RelArray:
+    """``da.Array(graph, name, chunks, dtype=, meta=, shape=)`` as dask.array builds it from a
+    task graph, wrapped lazily (``from_dask``: its blocks are the graph's keys, and the array
+    keeps a name of its own, so its result keys never collide with the graph's)."""
+    import dask.array as dask_array
+
+    from .creation import from_dask
+
+    if chunks is None:
+        chunks = kwargs.pop("chunks", None)
+    return from_dask(dask_array.Array(graph, name, chunks, **kwargs))

@@ -105,50 +105,56 @@ def array(x, dtype=None, ndmin=None, *, copy=None, order=None, like=None, chunks
     return wrap(rekey(expr, (None,) * extra + tuple(range(out.ndim))), out)
 
 
-def full(shape, fill_value, dtype=None, chunks="auto", **kwargs):
+def _constant(word, shape, fill_value, dtype, chunks, name):
+    """``word``'s array (dask's name ``<word>-<token>``, or ``name``) of ``fill_value``."""
     shape = _shape(shape)
-    reject_masked(fill_value, what="full")
+    reject_masked(fill_value, what=word)
     if np.ndim(fill_value) != 0:
-        raise ValueError(f"fill_value must be a scalar, got shape {np.shape(fill_value)}")
+        raise ValueError(f"fill_value must be scalar. Received {type(fill_value).__name__} instead.")
     dtype = check_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
-    return wrap_source(ConstantSource(fill_value, shape, auto_chunks(chunks, shape, dtype), dtype))
+    source = ConstantSource(fill_value, shape, auto_chunks(chunks, shape, dtype), dtype, prefix=word)
+    return wrap_source(source, name=name)
 
 
-def zeros(shape, dtype=float, chunks="auto", **kwargs):
-    return full(shape, 0, dtype=dtype, chunks=chunks)
+def full(shape, fill_value, dtype=None, chunks="auto", name=None, **kwargs):
+    return _constant("full", shape, fill_value, dtype, chunks, name)
 
 
-def ones(shape, dtype=float, chunks="auto", **kwargs):
-    return full(shape, 1, dtype=dtype, chunks=chunks)
+def zeros(shape, dtype=float, chunks="auto", name=None, **kwargs):
+    return _constant("zeros", shape, 0, dtype, chunks, name)
 
 
-def empty(shape, dtype=float, chunks="auto", **kwargs):
+def ones(shape, dtype=float, chunks="auto", name=None, **kwargs):
+    return _constant("ones", shape, 1, dtype, chunks, name)
+
+
+def empty(shape, dtype=float, chunks="auto", name=None, **kwargs):
     """Like zeros (chunks are made filled)."""
-    return full(shape, 0, dtype=dtype, chunks=chunks)
+    return _constant("empty", shape, 0, dtype, chunks, name)
 
 
-def _like(maker, a, dtype, chunks, shape, *args):
+def _like(word, a, fill_value, dtype, chunks, shape, name):
     a = a if hasattr(a, "shape") else np.asarray(a)
     shape = a.shape if shape is None else _shape(shape)
     if chunks is None:
         chunks = a.chunks if is_array(a) and shape == a.shape else "auto"
-    return maker(shape, *args, dtype=dtype if dtype is not None else a.dtype, chunks=chunks)
+    return _constant(word, shape, fill_value, dtype if dtype is not None else a.dtype, chunks, name)
 
 
-def zeros_like(a, dtype=None, chunks=None, shape=None, **kwargs):
-    return _like(lambda s, dtype, chunks: zeros(s, dtype, chunks), a, dtype, chunks, shape)
+def zeros_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
+    return _like("zeros_like", a, 0, dtype, chunks, shape, name)
 
 
-def ones_like(a, dtype=None, chunks=None, shape=None, **kwargs):
-    return _like(lambda s, dtype, chunks: ones(s, dtype, chunks), a, dtype, chunks, shape)
+def ones_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
+    return _like("ones_like", a, 1, dtype, chunks, shape, name)
 
 
-def empty_like(a, dtype=None, chunks=None, shape=None, **kwargs):
-    return _like(lambda s, dtype, chunks: empty(s, dtype, chunks), a, dtype, chunks, shape)
+def empty_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
+    return _like("empty_like", a, 0, dtype, chunks, shape, name)
 
 
-def full_like(a, fill_value, dtype=None, chunks=None, shape=None, **kwargs):
-    return _like(lambda s, dtype, chunks: full(s, fill_value, dtype, chunks), a, dtype, chunks, shape)
+def full_like(a, fill_value, dtype=None, chunks=None, shape=None, name=None, **kwargs):
+    return _like("full_like", a, fill_value, dtype, chunks, shape, name)
 
 
 def _blocks(kind, shape, chunks, dtype, params, backend=None):

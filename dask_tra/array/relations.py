@@ -16,7 +16,7 @@ import numpy as np
 from dask.base import is_dask_collection
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..dask.sources import Source, fresh_name
+from ..dask.sources import Source, content_name
 from ..tra import Input, ReKey, RelationType
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, select_dims
@@ -48,9 +48,9 @@ def wrap(expr, *parents, extra=None):
     return RelArray(expr, rel_of(*parents, extra=extra))
 
 
-def wrap_source(source):
-    """A RelArray reading one source (its ``input``)."""
-    return RelArray(source.input, {source.input.name: source})
+def wrap_source(source, name=None):
+    """A RelArray reading one source (its ``input``), named ``name`` or after the source."""
+    return RelArray(source.input, {source.input.name: source}, name=name)
 
 
 def is_array(x) -> bool:
@@ -127,7 +127,10 @@ class ParamSource(Source):
         self.chunks = {tuple(k): np.asarray(v, dtype=dtype) for k, v in chunks.items()}
         rank = np.ndim(next(iter(self.chunks.values()))) if self.chunks else 0
         axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier) for i in range(rank))
-        self.input = Input(fresh_name(what), RelationType(frontier, axes, np.dtype(dtype)))
+        self.input = Input(
+            content_name(what, sorted(self.chunks.items()), frontier, np.dtype(dtype)),
+            RelationType(frontier, axes, np.dtype(dtype)),
+        )
 
     def task(self, key):
         return Data(self.chunks[tuple(key)])
@@ -147,7 +150,8 @@ class BlockSource(Source):
         self.kind, self.params, self.chunks = kind, tuple(params), chunks
         self.dtype = np.dtype(dtype)
         self.backend, self.device = backend, device
-        self.input = Input(fresh_name(kind), RelationType.from_chunks(chunks, self.dtype, backend))
+        name = content_name(kind, kind, chunks, self.dtype, self.params, backend, device)
+        self.input = Input(name, RelationType.from_chunks(chunks, self.dtype, backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -140,7 +141,7 @@ class DaskCollection(DaskMethodsMixin):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
 
-        diagnostics.register(entry.report, owner=self.name)
+        diagnostics.register(entry.report, owner=self.name, outputs=self.output_names)
         self._last_explain = entry.report
 
     def _emit(self, entry: Planned):
@@ -153,7 +154,8 @@ class DaskCollection(DaskMethodsMixin):
             keep_pinned_replicas(where.client)
             sources = _scatter_in_memory_inputs(roots, sources, where)
             entry.scattered = tuple(s for n, s in sources.items() if s is not self.sources[n])
-        return emit(roots, sources, where.workers, self.name.split("-")[-1], self.output_names)
+        token = hashlib.blake2b(self.name.encode(), digest_size=8).hexdigest()  # a user's name= too
+        return emit(roots, sources, where.workers, token, self.output_names)
 
     def _persisted_futures(self):
         (expr,) = self.roots

@@ -104,12 +104,12 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     for root, output_name in zip(roots, output_names):
         if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
             direct.setdefault(id(root), output_name)
-    for node in walk:
+    for step, node in enumerate(walk):  # a node's place in the plan, not its uid: equal plans, equal keys
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
-        name = f"tra-{stage_name(node)}-{token}-{node.uid}"
+        name = f"tra-{stage_name(node)}-{token}-{step}"
         if node.uid in fused.values():
-            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-') :]}-{token}-{node.uid}"
+            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-') :]}-{token}-{step}"
         output_name = direct.get(id(node))
         if output_name is not None:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys

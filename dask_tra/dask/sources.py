@@ -36,6 +36,14 @@ def fresh_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
+def content_name(prefix: str, *contents) -> str:
+    """A source's name from what its blocks are made of: equal contents, equal names (dask's
+    ``tokenize``; what it cannot hash deterministically gets a random token, never a shared one)."""
+    from dask.base import tokenize
+
+    return f"{prefix}-{tokenize(*contents)}"
+
+
 def _block_slices(chunks, key):
     out = []
     for c, i in zip(chunks, key):
@@ -86,7 +94,7 @@ class ArraySource(Source):
         self.chunks = normalize_chunks(chunks, tuple(x.shape))
         dtype = backends.numpy_dtype(getattr(x, "dtype", np.dtype(np.float64)))
         t = RelationType.from_chunks(self.chunks, dtype, self.backend.name)
-        self.input = Input(name or fresh_name("from-array"), t)
+        self.input = Input(name or content_name("array", x, self.chunks), t)
 
     def task(self, key):
         return Data(self.array[_block_slices(self.chunks, key)])
@@ -170,7 +178,17 @@ class RandomSource(Source):
         self.dtype = np.dtype(dtype)
         self.backend, self.device = _creation_backend(backend, device)
         self.input = Input(
-            name or fresh_name(f"random-{method.replace('_', '-')}"),
+            name
+            or content_name(
+                f"random-{method.replace('_', '-')}",
+                method,
+                self.seed,
+                params,
+                self.chunks,
+                self.dtype,
+                self.backend,
+                self.device,
+            ),
             RelationType.from_chunks(self.chunks, self.dtype, self.backend),
         )
 
@@ -195,11 +213,12 @@ class ConstantSource(Source):
     """Chunks filled with one value (zeros, ones, full, empty), made on their worker in the
     backend's library."""
 
-    def __init__(self, value, shape, chunks, dtype, name=None, *, backend=None, device=None):
+    def __init__(self, value, shape, chunks, dtype, name=None, *, backend=None, device=None, prefix="full"):
         self.value, self.dtype = value, np.dtype(dtype)
         self.chunks = normalize_chunks(chunks, shape)
         self.backend, self.device = _creation_backend(backend, device)
-        self.input = Input(name or fresh_name("full"), RelationType.from_chunks(self.chunks, self.dtype, self.backend))
+        name = name or content_name(prefix, value, self.chunks, self.dtype, self.backend, self.device)
+        self.input = Input(name, RelationType.from_chunks(self.chunks, self.dtype, self.backend))
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
@@ -222,7 +241,7 @@ class DaskSource(Source):
         self.chunks = tuple(tuple(int(c) for c in cs) for cs in x.chunks)
         meta = meta_from_array(x._meta)
         t = RelationType.from_chunks(self.chunks, x.dtype, backends.backend_of_type(meta))
-        self.input = Input(fresh_name("from-dask"), t)
+        self.input = Input(content_name("from-dask", x.name, self.chunks), t)
         self.graph = x.__dask_graph__()
 
     def task(self, key):

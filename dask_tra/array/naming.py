@@ -1,0 +1,79 @@
+"""Deterministic array names, as dask's: ``<stage>-<token>``, the token a digest of what the array
+computes (its expression and the contents its inputs were made from). The same operations on the
+same data give the same name, so equal arrays have equal keys (``dask.base.tokenize``, dask's
+``same_keys``) and a second build of one pipeline is recognised by the scheduler.
+
+Tokens are computed node by node, children first, and kept on the node: an operation costs the
+token of its one new node, however deep the expression (a chain of 1000 operations is hashed in
+linear time). An input's token is its name: sources are named from their contents (``from_array``
+hashes the data, ``random`` its seed and parameters); a source whose contents cannot be named
+(a file that may change, a scattered block) keeps a fresh random name, and so does every array
+built on it."""
+
+from __future__ import annotations
+
+import hashlib
+
+from dask.base import tokenize
+
+_ATTR = "_dask_tra_token"
+
+
+def _own(node) -> str:
+    """What one node computes, besides its children: operator, parameters, kernel, type."""
+    t = node.type
+    parts = [type(node).__name__, node.describe(), t.frontier, t.dtype.str, t.backend, t.keys is None]
+    parts += [(ax.key_dims, ax.sizes) for ax in t.axes]
+    if t.keys is not None:
+        parts.append(sorted(t.keys))
+    kernel = getattr(node, "kernel", None)
+    return tokenize(*parts, kernel) if kernel is not None else tokenize(*parts)
+
+
+def expr_token(expr) -> str:
+    """The node's token (and every new node's below it), iteratively; shared nodes once."""
+    stack = [expr]
+    while stack:
+        node = stack[-1]
+        if _ATTR in node.__dict__:
+            stack.pop()
+            continue
+        todo = [c for c in node.children if _ATTR not in c.__dict__]
+        if todo:
+            stack.extend(todo)
+            continue
+        h = hashlib.blake2b(_own(node).encode(), digest_size=16)
+        for c in node.children:
+            h.update(c.__dict__[_ATTR].encode())
+        node.__dict__[_ATTR] = h.hexdigest()
+        stack.pop()
+    return expr.__dict__[_ATTR]
+
+
+_PLUMBING = ("ReKey", "Filter", "Tile", "Aggregate")
+_RESHAPES = ("reshape", "squeeze")
+
+
+def _stage(expr) -> str:
+    """A short name for the last operation (letters and hyphens, as dask's key prefixes): the
+    first node down the first-child chain that is not relabelling, a reshape or an Aggregate
+    (``sum`` for a sum, ``matmul`` for a product), within a few steps."""
+    for _ in range(8):
+        kernel_name = getattr(getattr(expr, "kernel", None), "name", "")
+        if expr.children and (type(expr).__name__ in _PLUMBING or kernel_name in _RESHAPES):
+            expr = expr.children[0]
+        else:
+            break
+    if not expr.children:
+        return expr.name.rsplit("-", 1)[0]
+    kernel = getattr(expr, "kernel", None)
+    word = getattr(kernel, "name", None) or getattr(expr, "label", None) or type(expr).__name__
+    word = "".join(ch if ch.isalpha() else "-" for ch in str(word).lower()).strip("-")
+    return "-".join(p for p in word.split("-") if p)[:40] or type(expr).__name__.lower()
+
+
+def array_name(expr) -> str:
+    """``<stage>-<token>``: an input's own name, or the last operation and the token."""
+    if not expr.children:
+        return expr.name
+    return f"{_stage(expr)}-{expr_token(expr)[:32]}"

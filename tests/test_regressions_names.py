@@ -1,0 +1,86 @@
+"""Array names as dask's: ``<operation>-<token>``, the same for the same operations on the same
+data (``dask.base.tokenize``, equal keys), different otherwise."""
+import numpy as np
+import pytest
+from dask.base import tokenize
+
+import dask_tra.array as da
+
+
+def _keys(x):
+    return sorted(map(str, x.__dask_graph__()))
+
+
+@pytest.fixture
+def data():
+    return np.random.default_rng(0).random((7, 5))
+
+
+def test_the_same_pipeline_twice_has_the_same_name_and_keys(data):
+    def build():
+        x = da.from_array(data, chunks=(3, 2))
+        return ((x - x.mean(axis=0)) @ x.T).sum(axis=1)
+
+    a, b = build(), build()
+    assert a.name == b.name and tokenize(a) == tokenize(b)
+    assert _keys(a) == _keys(b)
+    np.testing.assert_allclose(a.compute(), b.compute())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: da.from_array(d + 1, chunks=(3, 2)),  # other data
+        lambda d: da.from_array(d, chunks=(2, 2)),  # other chunks
+        lambda d: da.from_array(d.astype("f4"), chunks=(3, 2)),  # other dtype
+    ],
+)
+def test_other_data_chunks_or_dtype_give_other_names(data, change):
+    x = da.from_array(data, chunks=(3, 2))
+    assert change(data).name != x.name
+    assert (change(data) + 1).name != (x + 1).name
+
+
+def test_other_operations_or_constants_give_other_names(data):
+    x = da.from_array(data, chunks=(3, 2))
+    names = {(x + 1).name, (x + 2).name, (x * 1).name, x.sum().name, x.sum(0).name, x.T.name, (x @ x.T).name}
+    assert len(names) == 7
+
+
+def test_names_say_the_last_operation(data):
+    x = da.from_array(data, chunks=(3, 2))
+    assert x.name.startswith("array-") and (x @ x.T).name.startswith("matmul-")
+    assert x.sum().name.startswith("sum-") and da.sin(x).name.startswith("sin-")
+    assert da.ones_like(x).name.startswith("ones_like-") and da.zeros(3).name.startswith("zeros-")
+
+
+def test_random_arrays_are_named_by_their_seed():
+    a, b = da.random.random((5, 4), chunks=2, seed=3), da.random.random((5, 4), chunks=2, seed=3)
+    assert a.name == b.name
+    np.testing.assert_array_equal(a.compute(), b.compute())
+    assert da.random.random((5, 4), chunks=2, seed=4).name != a.name
+    assert da.random.random((5, 4), chunks=2).name != da.random.random((5, 4), chunks=2).name
+
+
+def test_a_given_name_is_kept():
+    assert da.zeros((4, 4), chunks=2, name="my-name").name == "my-name"
+    np.testing.assert_array_equal(da.full((3,), 5, chunks=2, name="fives").compute(), [5, 5, 5])
+
+
+def test_arrays_of_equal_names_in_one_computation_are_one(data):
+    x, y = da.from_array(data, chunks=3), da.from_array(data.copy(), chunks=3)
+    np.testing.assert_allclose((x + y).compute(), 2 * data)
+    z = da.from_array(data[::-1].copy(), chunks=3)  # other contents: another input
+    np.testing.assert_allclose((x + z).compute(), data + data[::-1])
+
+
+def test_a_deep_chain_is_named(data):
+    x = da.from_array(data, chunks=3)
+    y = x
+    for _ in range(1000):
+        y = y + 1
+    z = x
+    for _ in range(1000):
+        z = z + 1
+    assert y.name == z.name
+    np.testing.assert_allclose(y.compute(), data + 1000)
