@@ -10,9 +10,12 @@ otherwise a Transform squeezes the reduced chunk axes.
 - argmin/argmax: a stacked chunk (value, global index). The chunk's global offsets reach the
   kernel through a Join with an offsets relation; the merge keeps the better pair (NumPy's
   first-occurrence and NaN rules).
-- cumsum/cumprod along an axis: per-chunk scan, plus each block's exclusive prefix of block
-  totals: a contraction of the totals with a strictly-triangular block mask
-  (Join on the block dim, Aggregate over it), joined back onto the scans.
+- cumsum/cumprod along an axis: dask's block prefix. Per-chunk scans; the last slab of each
+  (the block total; the identity for an empty block) is gathered into one block along the
+  axis, where NumPy's own scan of [identity, totals[:-1]] gives every block's carry (a
+  sequential left-to-right fold, as dask's chain: no 0 * inf or 0 * NaN); the carries are
+  split back one per block and Joined onto the scans. axis=None flattens into as many
+  blocks as the array has.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from ..tra import kernels as K
 from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
 from ..tra.vjp import register_partials
-from .elementwise import elementwise, isnan, logical_not, not_equal
-from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, dtype_of, npx
+from .elementwise import astype, elementwise, isnan, logical_not, not_equal
+from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, along, dtype_of, npx
 from .creation import asarray
+from .rechunk import even_chunks, rechunk_axes
 from .relations import axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
 fmax, fmin = K.fmax, K.fmin
@@ -128,10 +132,17 @@ register_partials(quiet_divide, DIVIDE_PARTIALS)
 
 
 def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
+    """numpy.nanmean: the sum of the non-NaN elements (accumulated as ``mean`` does) over their
+    count, in NumPy's result dtype (the input's for inexact inputs, float64 for integers)."""
     _no_out(out, kw)
-    return elementwise(
-        "divide", np.divide, nansum(a, axis, dtype, keepdims), sum(logical_not(isnan(a)), axis, keepdims=keepdims)
-    )
+    a = asarray(a)
+    if a.dtype.kind not in "fc":
+        return mean(a, axis, dtype, keepdims)
+    res = np.nanmean(np.ones(2, a.dtype), dtype=dtype).dtype
+    acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
+    s = nansum(a, axis, acc, keepdims)
+    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims)
+    return astype(elementwise("divide", quiet_divide, s, n), res)  # an all-NaN slice: NaN, no warning (dask)
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -284,27 +295,29 @@ argmax = _arg("argmax")
 
 def _scan(op):
     agg = K.add if op == "cumsum" else K.mul
-    total = "sum" if op == "cumsum" else "prod"
 
     def scan(x, axis=None, dtype=None, out=None, method="sequential", **kw):
         from .structure import reshape
 
         _no_out(out, kw)
+        if method not in ("sequential", "blelloch"):
+            raise ValueError(f'Invalid method for cumreduction.  Expected "sequential" or "blelloch".  Got: {method!r}')
         x = asarray(x)
-        if axis is None:
+        if axis is None:  # flattened into as many blocks as x has (dask: blocks of npartitions elements)
+            blocks = even_chunks(x.size, x.npartitions) if x.ndim > 1 and x.size else None
             x, axis = reshape(x, (-1,)), 0
+            x = x.rechunk((blocks,)) if blocks else x
         axis = axis_of(axis, x.ndim)
         dt = check_dtype(getattr(np, op)(np.zeros(1, x.dtype), dtype=dtype).dtype)
         local = Transform(x.expr, Fn(f"{op}[{axis}]", Bound(_scan_chunk, op, axis, dt), dtype=dt))
         p = x.numblocks[axis]
         if p == 1:
             return wrap(local, x)
-        totals = Transform(x.expr, ReduceChunk(total, (axis,), dt))
-        mask = param_relation({(i, j): i < j for i, j in grid((p, p))}, (p, p), np.bool_, "before")
-        pick = K.mul if op == "cumsum" else K.Elementwise("prefixFactor", _prefix_factor, 2, dtype=dt)
-        n = x.ndim
-        prefix = Aggregate(Join(totals, mask.expr, (axis,), (0,), pick), [d if d != axis else n for d in range(n)], agg)
-        return wrap(Join(local, prefix, range(n), range(n), agg), x, extra=mask.sources)
+        last = Transform(local, Fn(f"lastOf{op}[{axis}]", Bound(_last_slab, op, axis), axes=Bound(_slab_axes, axis)))
+        gathered = rechunk_axes(wrap(last, x), {axis: (p,)})
+        carry = Transform(gathered.expr, Fn(f"exclusive{op}[{axis}]", Bound(_exclusive_scan, op, axis, dt), dtype=dt))
+        carries = rechunk_axes(wrap(carry, gathered), {axis: (1,) * p})
+        return wrap(Join(local, carries.expr, range(x.ndim), range(x.ndim), agg), carries)
 
     scan.__name__ = op
     scan.__doc__ = f"numpy.{op} along ``axis`` (None: of the flattened array)."
@@ -315,9 +328,34 @@ def _scan_chunk(op, axis, dt, c):
     return getattr(npx(c), op)(c, axis=axis, dtype=dt)
 
 
-def _prefix_factor(xp, t, m):
-    """A block total where the mask says the block comes before, else 1."""
-    return npx(t, m).where(m, t, npx(t, m).ones_like(t))
+def _identity(op, dt):
+    """The scan's identity: -0.0 for a float sum (-0.0 + x is x, signed zeros included)."""
+    if op == "cumprod":
+        return 1
+    return complex(-0.0, -0.0) if dt.kind == "c" else (-0.0 if dt.kind == "f" else 0)
+
+
+def _last_slab(op, axis, c):
+    """The last slab of a block's local scan along ``axis`` (its total); the identity if empty."""
+    n = c.shape[axis]
+    if n == 0:
+        shape = tuple(1 if d == axis else s for d, s in enumerate(c.shape))
+        return npx(c).full(shape, _identity(op, dtype_of(c)), dtype=dtype_of(c))
+    return c[tuple(slice(n - 1, n) if d == axis else slice(None) for d in range(c.ndim))]
+
+
+def _slab_axes(axis, frontier, ax):
+    return along(ax, axis, ChunkAxis.const(1))
+
+
+def _exclusive_scan(op, axis, dt, t):
+    """Block k's carry from the block totals ``t`` along ``axis``: the identity for block 0, then
+    a left-to-right fold of the totals before it (NumPy's own scan, sequential as dask's carry)."""
+    xp, n = npx(t), t.shape[axis]
+    head = tuple(slice(0, 1) if d == axis else slice(None) for d in range(t.ndim))
+    before = tuple(slice(0, n - 1) if d == axis else slice(None) for d in range(t.ndim))
+    ident = xp.full(t[head].shape, _identity(op, dt), dtype=dt)
+    return getattr(xp, op)(xp.concatenate([ident, t[before]], axis=axis), axis=axis, dtype=dt)
 
 
 cumsum = _scan("cumsum")
