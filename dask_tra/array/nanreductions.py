@@ -1,7 +1,8 @@
 """NaN-skipping reductions and scans, built from the plain ones (``reductions``).
 
 - nanvar/nanstd: two passes, as NumPy computes them: the NaN-skipping mean (``nansum`` over the
-  count of non-NaN elements), then ``nansum`` of squared deviations over ``count - ddof``.
+  count of non-NaN elements), then the ``sum`` of squared deviations (0 at the NaNs) over
+  ``count - ddof`` (NaN where that is not positive).
 - nancumsum/nancumprod: the scan of the array with NaNs replaced by 0 (1).
 - nanargmin/nanargmax: ``argmin``/``argmax`` of the array with NaNs replaced by +inf (-inf).
   An all-NaN slice raises NumPy's ``ValueError`` when computed (as dask does); a slice whose
@@ -31,13 +32,14 @@ def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correc
     if not _has_nan(a):
         return red.var(a, axis, dtype, keepdims, ddof, _root=_root)
     res = np.nanvar(np.ones(2, a.dtype), dtype=dtype).dtype
-    n = red.sum(ew.logical_not(ew.isnan(a)), axis, keepdims=True)
+    nan = ew.isnan(a)
+    n = red.sum(ew.logical_not(nan), axis, keepdims=True)
     mean = ew.true_divide(red.nansum(a, axis, dtype=dtype, keepdims=True), n)
-    d = ew.subtract(a, mean)
+    d = ew.where(nan, 0, ew.subtract(a, mean))  # NaN from inf - inf stays NaN, as in NumPy
     sq = ew.real(ew.multiply(d, ew.conj(d))) if a.dtype.kind == "c" else ew.multiply(d, d)
-    total = red.nansum(sq, axis, keepdims=keepdims)
-    count = n if keepdims else red.sum(ew.logical_not(ew.isnan(a)), axis)
-    v = ew.true_divide(total, ew.maximum(ew.subtract(count, ddof), 0))
+    total = red.sum(sq, axis, keepdims=keepdims)
+    dof = ew.subtract(n if keepdims else red.sum(ew.logical_not(nan), axis), ddof)
+    v = ew.where(ew.less_equal(dof, 0), np.nan, ew.true_divide(total, dof))  # NumPy: NaN where count <= ddof
     return ew.astype(ew.sqrt(v) if _root else v, res)
 
 
