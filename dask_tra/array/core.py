@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..dask.collection import DaskCollection
-from ..dask.sources import PersistedSource
+from ..dask.sources import DaskSource, PersistedSource
 from ..tra import TRAError
 from .methods import ArrayMethods
 from .naming import array_name
@@ -138,12 +138,14 @@ __all__ = ["RelArray"]
 
 def _from_dask_graph(graph, name, chunks, kwargs) -> RelArray:
     """``da.Array(graph, name, chunks, dtype=, meta=, shape=)`` as dask.array builds it from a
-    task graph, wrapped lazily (``from_dask``: its blocks are the graph's keys, and the array
+    task graph, wrapped lazily (as ``from_dask``: its blocks are the graph's keys, and the array
     keeps a name of its own, so its result keys never collide with the graph's)."""
     import dask.array as dask_array
 
-    from .creation import from_dask
-
     if chunks is None:
         chunks = kwargs.pop("chunks", None)
-    return from_dask(dask_array.Array(graph, name, chunks, **kwargs))
+    x = dask_array.Array(graph, name, chunks, **kwargs)
+    if any(c != c for cs in x.chunks for c in cs):
+        raise ValueError("da.Array needs known chunk sizes")
+    src = DaskSource(x)
+    return RelArray(src.input, {src.input.name: src})
