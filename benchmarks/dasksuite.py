@@ -161,8 +161,9 @@ def run_file(root: str, name: str, timeout: int, memory: int) -> tuple[str, dict
     cmd = [sys.executable, "-m", "pytest", os.path.join(PACKAGE, name), "-q", "-p", "no:cacheprovider",
            "--timeout", str(timeout), f"--junitxml={xml}", "-o", "junit_family=xunit1"]
     t = time.perf_counter()
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout whose dask_tra is tested
     env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1")
+               OPENBLAS_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, preexec_fn=_limit_memory(memory))
     seconds = time.perf_counter() - t
     if not os.path.exists(xml):  # the process died (a crash, or killed)
@@ -266,9 +267,10 @@ def table(rows: list[dict], meta: dict) -> str:
 
 
 def commit() -> str:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
+                              check=True, cwd=here).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
