@@ -92,6 +92,8 @@ def _axes_and_sizes(a, s, axes, who):
     if axes is None:
         axes = tuple(range(a.ndim)) if s is None else tuple(range(a.ndim - len(s), a.ndim))
     axes = tuple(axis_of(x, a.ndim) for x in axes)
+    if len(set(axes)) < len(axes):  # dask's rule (NumPy would transform an axis twice)
+        raise ValueError(f"{who}: duplicate axes not allowed, got {axes}")
     if s is None:
         s = [None] * len(axes)
     if len(s) != len(axes):
@@ -205,7 +207,17 @@ def fft_wrap(fft_func, kind=None, dtype=None, allow_fftpack=False):
     base = kind.rstrip("2n")
     if base not in _OUT_NAMES:
         raise ValueError(f"Given unknown `kind` {kind}.")
-    fftpack = getattr(fft_func, "__module__", "").startswith("scipy.fftpack")
+    fftpack = (getattr(fft_func, "__module__", None) or "").startswith("scipy.fftpack")
+    if fftpack and not allow_fftpack:
+        import warnings
+
+        warnings.warn(
+            f"Function {fft_func.__name__} from `scipy.fftpack` does not match NumPy's API and is considered "
+            "legacy. Please use `scipy.fft` instead. To suppress this warning and allow usage, set "
+            "`allow_fftpack=True`. Support for `scipy.fftpack` will be deprecated in future releases.",
+            FutureWarning,
+            stacklevel=2,
+        )
 
     def func(a, s=None, axes=None, norm=None):
         a = asarray(a)
