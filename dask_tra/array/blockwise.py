@@ -14,7 +14,8 @@ kernel like any other; a block of another shape is an error naming the block.
 
 Built on it: ``map_blocks`` (dask's index conventions), ``map_overlap`` (halos are a gather
 from the neighbouring blocks, boundaries an index map or constant padding; then trimmed by a
-gather), ``apply_along_axis``, ``apply_gufunc``; ``.blocks`` and ``.vindex`` are gathers.
+gather), ``apply_along_axis``; ``.blocks`` and ``.vindex`` are gathers (``apply_gufunc``:
+``gufuncs.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from .relations import (
     rekey,
     wrap,
 )
-from .subscripts import read_signature
 
 # ---------------------------------------------------------------- kernels
 
@@ -848,7 +848,7 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
     return x
 
 
-# ---------------------------------------------------------------- apply_along_axis, apply_gufunc
+# ---------------------------------------------------------------- apply_along_axis
 
 
 def _along_axis(block, func1d, axis, fargs, fkwargs):
@@ -882,112 +882,6 @@ def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs)
         dtype=dtype,
         name=getattr(func1d, "__name__", "alongaxis"),
     )
-
-
-class _Pick:
-    """Output ``index`` of a function returning several (a module-level callable: it pickles)."""
-
-    def __init__(self, func, index):
-        self.func, self.index = func, index
-        self.__name__ = getattr(func, "__name__", "gufunc")
-
-    def __call__(self, *args, **kwargs):
-        return self.func(*args, **kwargs)[self.index]
-
-
-def apply_gufunc(
-    func,
-    signature,
-    *args,
-    axes=None,
-    axis=None,
-    keepdims=False,
-    output_dtypes=None,
-    output_sizes=None,
-    vectorize=None,
-    allow_rechunk=False,
-    meta=None,
-    **kwargs,
-):
-    """dask.array.apply_gufunc: ``func`` with a NumPy generalized-ufunc ``signature`` (e.g.
-    ``"(i),(i)->()"``) over the loop dimensions; core dimensions must be one block each
-    (``allow_rechunk=True`` makes them so). Several outputs run the function once per output."""
-    from .creation import asarray as _asarray
-    from .structure import moveaxis
-
-    if keepdims:
-        raise NotImplementedError("apply_gufunc(keepdims=True) is not supported")
-    ins, outs = read_signature(signature)
-    if len(ins) != len(args):
-        raise ValueError(f"apply_gufunc: signature {signature!r} takes {len(ins)} arguments, got {len(args)}")
-    if vectorize:
-        otypes = (
-            None
-            if output_dtypes is None
-            else [np.dtype(t) for t in (output_dtypes if isinstance(output_dtypes, (list, tuple)) else [output_dtypes])]
-        )
-        func = np.vectorize(func, signature=signature, otypes=otypes)
-    arrays = [_asarray(a) for a in args]
-    if axis is not None:
-        if any(len(i) != 1 for i in ins) or any(len(o) > 0 for o in outs):
-            raise ValueError("apply_gufunc: axis= needs one core dimension per input and none in outputs")
-        axes = [(axis,)] * len(ins)
-    out_axes = None
-    if axes is not None:
-        axes = list(axes)
-        in_axes, out_axes = axes[: len(ins)], axes[len(ins) :]
-        arrays = [
-            moveaxis(a, [axis_of(v, a.ndim) for v in ax], list(range(a.ndim - len(ax), a.ndim))) if len(ax) else a
-            for a, ax in zip(arrays, in_axes)
-        ]
-    loop_nd = max(a.ndim - len(core) for a, core in zip(arrays, ins))
-    loop = [f"__loop{i}" for i in range(loop_nd)]
-    sizes = dict(output_sizes or {})
-    argpairs = []
-    for a, core in zip(arrays, ins):
-        nl = a.ndim - len(core)
-        if nl < 0:
-            raise ValueError(f"apply_gufunc: an input of {a.ndim} dimensions has {len(core)} core dimensions")
-        for d, l in enumerate(core):
-            n = a.shape[nl + d]
-            if sizes.setdefault(l, n) != n:
-                raise ValueError(f"apply_gufunc: core dimension {l!r} has sizes {sizes[l]} and {n}")
-            if len(a.chunks[nl + d]) > 1:
-                if not allow_rechunk:
-                    raise ValueError(
-                        f"apply_gufunc: core dimension {l!r} consists of multiple chunks; "
-                        f"rechunk it to one chunk or pass allow_rechunk=True"
-                    )
-                a = a.rechunk({nl + d: -1})
-        argpairs += [a, tuple(loop[loop_nd - nl :]) + tuple(core)]
-    multi = len(outs) > 1
-    dtypes = output_dtypes
-    if dtypes is None:
-        if meta is not None:
-            dtypes = [m.dtype for m in meta] if multi else getattr(meta, "dtype", None)
-        else:
-            raise ValueError("apply_gufunc: output_dtypes (or meta) must be given")
-    if not isinstance(dtypes, (list, tuple)):
-        dtypes = [dtypes]
-    results = []
-    for k, core in enumerate(outs):
-        missing = [l for l in core if l not in sizes]
-        if missing:
-            raise ValueError(f"apply_gufunc: output core dimension(s) {missing} need output_sizes")
-        f = _Pick(func, k) if multi else func
-        r = blockwise(
-            f,
-            tuple(loop) + tuple(core),
-            *argpairs,
-            dtype=dtypes[k],
-            new_axes={l: sizes[l] for l in core if not any(l in c for c in ins)},
-            concatenate=True,
-            **kwargs,
-        )
-        if out_axes and len(out_axes) > k and len(out_axes[k]):
-            r = moveaxis(r, list(range(r.ndim - len(core), r.ndim)), [axis_of(v, r.ndim) for v in out_axes[k]])
-        results.append(r)
-    return tuple(results) if multi else results[0]
 
 
 # ---------------------------------------------------------------- .blocks and .vindex
@@ -1084,4 +978,4 @@ class VIndex:
         return x if shape == x.shape else reshape(x, shape)
 
 
-__all__ = ["apply_along_axis", "apply_gufunc", "atop", "blockwise", "map_blocks", "map_overlap", "sliding_window_view"]
+__all__ = ["apply_along_axis", "atop", "blockwise", "map_blocks", "map_overlap", "sliding_window_view"]

@@ -45,8 +45,10 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
             return da.matmul(*inputs, **kwargs)
         if ufunc is np.vecdot:
             return da.vecdot(*inputs, **kwargs)
-        if ufunc.signature is not None:
-            return NotImplemented
+        if ufunc.signature is not None:  # a generalized ufunc (``numba.guvectorize``): dask's route
+            from .gufuncs import apply_gufunc
+
+            return apply_gufunc(ufunc, ufunc.signature, *inputs, **kwargs)
         return da.apply_ufunc(ufunc, *inputs, **kwargs)
     if method == "reduce" and ufunc.__name__ in REDUCE_UFUNCS:
         kwargs.setdefault("axis", 0)
