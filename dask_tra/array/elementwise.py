@@ -154,15 +154,131 @@ def apply_ufunc(ufunc, *args, out=None, where=True, **kwargs):
     return handle_out(out, elementwise(name, Op(ufunc, **kwargs), *args, facts=facts))
 
 
-def _ufunc(u):
-    def f(*args, **kwargs):
-        if not any(hasattr(a, "__dask_graph__") for a in (*args, *kwargs.values())):
-            return u(*args, **kwargs)  # dask.array's: NumPy in, NumPy out
-        return apply_ufunc(u, *args, **kwargs)
+def _lazy(args, kwargs) -> bool:
+    """Whether a call has a lazy (RelArray or dask) argument: dask.array's ufuncs run NumPy's
+    directly on NumPy inputs (NumPy in, NumPy out)."""
+    return any(hasattr(a, "__dask_graph__") for a in (*args, *kwargs.values()))
+
+
+def _derived_doc(obj, source=np):
+    """dask.array's docstring of a wrapper: NumPy's, after dask's disclaimer."""
+    from dask.utils import derived_from
+
+    return derived_from(source)(obj)
+
+
+class da_frompyfunc:
+    """A serializable ``np.frompyfunc`` object (dask.array's): NumPy's object ufunc of ``func``."""
+
+    def __init__(self, func, nin, nout):
+        self._ufunc = np.frompyfunc(func, nin, nout)
+        self._func, self.nin, self.nout = func, nin, nout
+        self._name = getattr(func, "__name__", type(func).__name__)
+        self.__name__ = f"frompyfunc-{self._name}"
+
+    def __repr__(self):
+        return f"da.frompyfunc<{self._name}, {self.nin}, {self.nout}>"
+
+    def __dask_tokenize__(self):
+        from dask.tokenize import normalize_token
+
+        return (normalize_token(self._func), self.nin, self.nout)
+
+    def __reduce__(self):
+        return (da_frompyfunc, (self._func, self.nin, self.nout))
+
+    def __call__(self, *args, **kwargs):
+        return self._ufunc(*args, **kwargs)
+
+    def __getattr__(self, a):
+        if not a.startswith("_"):
+            return getattr(self._ufunc, a)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {a!r}")
+
+    def __dir__(self):
+        return list(set(dir(type(self))) | set(self.__dict__) | set(dir(self._ufunc)))
+
+
+class ufunc:
+    """dask.array's ufunc object (``da.add``, ``da.log``, ...): NumPy's ufunc over RelArrays
+    (lazy when an argument is), NumPy's own on NumPy inputs; NumPy's attributes (``nin``,
+    ``nout``, ``types``, ...) and ``outer``. ``np.add.reduce``/``accumulate`` on a RelArray go
+    through ``__array_ufunc__`` (``dispatch.py``)."""
+
+    _forward_attrs = {"nin", "nargs", "nout", "ntypes", "identity", "signature", "types"}
+
+    def __init__(self, ufunc):
+        if not isinstance(ufunc, (np.ufunc, da_frompyfunc)):
+            raise TypeError(f"must be an instance of `ufunc` or `da_frompyfunc`, got `{type(ufunc).__name__}")
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+        if isinstance(ufunc, np.ufunc):
+            _derived_doc(self)
+
+    def __dask_tokenize__(self):
+        from dask.tokenize import normalize_token
+
+        return self.__name__, normalize_token(self._ufunc)
+
+    def __reduce__(self):
+        return (ufunc, (self._ufunc,))
+
+    def __getattr__(self, key):
+        if key in self._forward_attrs:
+            return getattr(self._ufunc, key)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+
+    def __dir__(self):
+        return list(self._forward_attrs.union(dir(type(self)), self.__dict__))
+
+    def __repr__(self):
+        return repr(self._ufunc)
+
+    def __call__(self, *args, **kwargs):
+        if not _lazy(args, kwargs):
+            return self._ufunc(*args, **kwargs)
+        if isinstance(self._ufunc, da_frompyfunc):
+            raise TypeError(
+                f"{self.__name__}: a frompyfunc ufunc returns object arrays, which dask_tra.array does not hold; "
+                "use map_blocks with np.vectorize(func, otypes=[dtype]) for a numeric result"
+            )
+        return apply_ufunc(self._ufunc, *args, **kwargs)
+
+    def outer(self, A, B, **kwargs):
+        """``ufunc.outer(A, B)``: ``A``'s axes, then ``B``'s (NumPy's on NumPy inputs)."""
+        from .creation import asarray as _asarray
+        from .structure import reshape
+
+        if self.nin != 2:
+            raise ValueError("outer product only supported for binary functions")
+        if "out" in kwargs:
+            raise ValueError("`out` kwarg not supported")
+        if not _lazy((A, B), {}):
+            return self._ufunc.outer(A, B, **kwargs)
+        A, B = _asarray(A), _asarray(B)
+        return self(reshape(A, A.shape + (1,) * B.ndim), B, **kwargs)
+
+
+def frompyfunc(func, nin, nout):
+    """dask.array.frompyfunc: ``np.frompyfunc(func, nin, nout)`` as a ``ufunc`` object. Its
+    results are object arrays: on NumPy inputs NumPy's; on RelArrays a TypeError (dask_tra
+    arrays hold numeric and boolean dtypes only)."""
+    if nout > 1:
+        raise NotImplementedError("frompyfunc with more than one output")
+    return ufunc(da_frompyfunc(func, nin, nout))
+
+
+def _always_lazy(u):
+    """``frexp``/``modf`` as dask.array has them: functions giving a tuple of lazy arrays, also
+    on NumPy input."""
+
+    def f(x, /):
+        from .creation import asarray as _asarray
+
+        return apply_ufunc(u, _asarray(x))
 
     f.__name__ = f.__qualname__ = u.__name__
-    f.__doc__ = f"numpy.{u.__name__} over RelArrays (elementwise, broadcasting)."
-    return f
+    return _derived_doc(f)
 
 
 UFUNCS = """add subtract multiply divide true_divide floor_divide power float_power mod remainder fmod
@@ -170,10 +286,12 @@ divmod negative positive absolute fabs rint sign heaviside conj conjugate exp ex
 expm1 log1p sqrt square cbrt reciprocal sin cos tan arcsin arccos arctan arctan2 hypot sinh cosh
 tanh arcsinh arccosh arctanh deg2rad rad2deg degrees radians greater greater_equal less less_equal
 not_equal equal logical_and logical_or logical_xor logical_not maximum minimum fmax fmin isfinite
-isinf isnan signbit copysign nextafter spacing modf ldexp frexp floor ceil trunc logaddexp
+isinf isnan signbit copysign nextafter spacing ldexp floor ceil trunc logaddexp
 logaddexp2 bitwise_and bitwise_or bitwise_xor invert bitwise_not left_shift right_shift gcd
 lcm""".split()
-globals().update({n: _ufunc(getattr(np, n)) for n in UFUNCS})
+globals().update({n: ufunc(getattr(np, n)) for n in UFUNCS})
+frexp, modf = _always_lazy(np.frexp), _always_lazy(np.modf)
+UFUNCS += ["frexp", "modf"]
 abs = globals()["absolute"]  # noqa: A001
 
 
@@ -185,6 +303,8 @@ def where(condition, x=None, y=None):
 
 def clip(a, a_min=None, a_max=None, **kwargs):
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
+    if not _lazy((a, a_min, a_max), kwargs):
+        return np.clip(a, a_min, a_max, **kwargs)  # dask.array's: NumPy in, NumPy out
     return elementwise("clip", clip_values, a, a_min, a_max)
 
 
@@ -220,14 +340,20 @@ round = around  # noqa: A001
 
 
 def real(x):
+    if not _lazy((x,), {}):
+        return np.real(x)
     return elementwise("real", real_values, x)
 
 
 def imag(x):
+    if not _lazy((x,), {}):
+        return np.imag(x)
     return elementwise("imag", imag_values, x)
 
 
 def angle(x, deg=False):
+    if not _lazy((x,), {}):
+        return np.angle(x, deg=deg)
     return elementwise("angle", Op(angle_values, deg=deg), x)
 
 
@@ -236,6 +362,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if not _lazy((x,), {}):
+        return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     return elementwise("nanToNum", Op(nan_to_num_values, nan=nan, posinf=posinf, neginf=neginf), x)
 
 
@@ -323,4 +451,5 @@ __all__ = UFUNCS + [
     "isclose",
     "nan_to_num",
     "apply_ufunc",
+    "frompyfunc",
 ]
