@@ -47,6 +47,11 @@ from .relations import (
 class Bundle(tuple):
     """Several blocks travelling together between the Joins of a blockwise call."""
 
+    @property
+    def shape(self):
+        """The first block's (what the reference executor checks a Join's chunk by)."""
+        return self[0].shape
+
 
 class BundleBlocks(Kernel):
     """Join kernel: the blocks so far (a Bundle, or one block) and the next one, bundled."""
