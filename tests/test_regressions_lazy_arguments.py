@@ -45,3 +45,16 @@ def test_xarray_polyfit_matches_dask(skipna):
         out[manager] = fit.compute()
     xr.testing.assert_allclose(out["dask"], out["dask_tra"])
     assert out["dask_tra"].polyfit_coefficients.dtype == out["dask"].polyfit_coefficients.dtype
+
+
+def _three(a, b, c):
+    return a + 2 * b - c
+
+
+def test_assert_eq_of_a_block_function_of_three_arrays():
+    from dask_tra.array.utils import assert_eq
+
+    rng = np.random.default_rng(3)
+    a, b, c = rng.random((7, 5)), rng.random((7, 5)), rng.random(5)
+    x, y, z = da.from_array(a, chunks=(3, 2)), da.from_array(b, chunks=(4, 5)), da.from_array(c, chunks=3)
+    assert assert_eq(da.map_blocks(_three, x, y, z), _three(a, b, c))  # the reference executor checks every chunk
