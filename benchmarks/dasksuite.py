@@ -21,6 +21,7 @@ import fnmatch
 import importlib
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -75,6 +76,7 @@ def rewrite_source(source: str, fname: str, fallbacks: list) -> str:
     name; each name kept from dask is appended to ``fallbacks`` as (file, 'module.name')."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
+    modules = []  # ``import dask.array.X`` of a module dask_tra has: its dotted uses become ours
     edits = []  # (first line, last line, replacement text), 1-based
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -110,7 +112,14 @@ def rewrite_source(source: str, fname: str, fallbacks: list) -> str:
                         changed = True
                         continue
                     fallbacks.append((fname, name))
-                elif name.startswith("dask.array."):  # ``import dask.array.stats``: binds ``dask``
+                elif name.startswith("dask.array.") and _has(_ours(name)):
+                    # ``import dask.array.stats``: ours instead, and its dotted uses
+                    # (``dask.array.stats.skew``) are pointed at ours below
+                    stmts.append(ast.Import([ast.alias(_ours(name))]))
+                    modules.append(name)
+                    changed = True
+                    continue
+                elif name.startswith("dask.array."):
                     fallbacks.append((fname, name))
                 stmts.append(ast.Import([alias]))
             if not changed:
@@ -121,7 +130,10 @@ def rewrite_source(source: str, fname: str, fallbacks: list) -> str:
         edits.append((node.lineno, node.end_lineno, indent + "; ".join(ast.unparse(s) for s in stmts) + "\n"))
     for first, last, text in sorted(edits, reverse=True):
         lines[first - 1:last] = [text]
-    return "".join(lines)
+    out = "".join(lines)
+    for name in modules:
+        out = re.sub(r"(?<![\w.])" + re.escape(name) + r"\b", _ours(name), out)
+    return out
 
 
 def prepare(root: str, rewrite: bool, files: list[str]) -> list:
