@@ -6,6 +6,8 @@ conversions to Python scalars (``bool(x)``, ``float(x)``, ...) and ``__array__``
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 
@@ -140,7 +142,8 @@ def _fitted(value, shape, what, hint=""):
 
 def _key_items(key):
     """The index's items, with 0-d NumPy arrays as scalars; an array-valued item classified:
-    ``("mask", m)`` for a boolean one (RelArray or NumPy), NotImplementedError for others."""
+    ``("mask", m)`` for a boolean one, ``("index", i)`` for an integer one (RelArray or NumPy);
+    a lazy index of another dtype is a mask (its truth values, as dask's ``where``)."""
     from .relations import is_array
 
     items = []
@@ -149,103 +152,215 @@ def _key_items(key):
             k = k[()]
         if hasattr(k, "dask") and not is_array(k):
             k = _da().asarray(k)
-        if is_array(k) or isinstance(k, (list, tuple, np.ndarray)):
+        if is_array(k) or isinstance(k, (list, np.ndarray)):
             arr = k if is_array(k) else np.asarray(k)
-            if arr.dtype != np.bool_:
-                what = "a RelArray" if is_array(k) else "an array"
-                raise NotImplementedError(
-                    f"item assignment with {what} of {arr.dtype} indices (integer-array "
-                    f"indexing) is not supported; use a boolean mask, integers or slices"
-                )
-            if arr.ndim == 0:
+            if arr.ndim == 0 and arr.dtype == np.bool_:
                 raise NotImplementedError("item assignment with a 0-d boolean array index is not supported")
-            k = ("mask", arr)
+            if arr.dtype == np.bool_:
+                k = ("mask", arr)
+            elif arr.dtype.kind in "iu" or (not is_array(k) and arr.size == 0):
+                k = ("index", arr if is_array(k) else arr.astype(np.int64))
+            elif is_array(k):
+                k = ("mask", arr.astype(bool))  # dask: where(key, value, x)
+            else:
+                from .indexing import INVALID
+
+                raise IndexError(INVALID)
         items.append(k)
     return items
 
 
+def _count_is(expected, total):
+    """0 (of ``total``'s shape) when the lazy mask's count of true values is ``expected``."""
+    if int(np.asarray(total).sum()) != expected:
+        raise ValueError(
+            f"could not broadcast input array of {expected} values along the masked axis into "
+            f"{int(np.asarray(total).sum())} selected positions"
+        )
+    return np.zeros(np.shape(total), np.int64)
+
+
+def _count_is_not(length, total):
+    """0 unless the lazy mask holds ``length`` true values (see ``_where_mask``)."""
+    if int(np.asarray(total).sum()) == length:
+        raise ValueError(
+            f"ambiguous item assignment: the mask holds {length} true values, so NumPy would assign the "
+            f"value's {length} entries one per true element, while x[mask] = v here broadcasts v to x's shape"
+        )
+    return np.zeros(np.shape(total), np.int64)
+
+
+def _in_bounds(n, bad):
+    if np.asarray(bad).any():
+        raise IndexError(f"an index of the item assignment is out of bounds for an axis of size {n}")
+    return np.zeros(np.shape(bad), np.int64)
+
+
+def _where_mask(x, m, value, items):
+    """``x[mask] = value`` with a mask over ``x``'s shape or its leading axes: ``where``."""
+    from .relations import is_array
+
+    if items[1:] not in ([], [Ellipsis]):  # x[mask] or x[mask, ...]
+        raise IndexError(
+            f"item assignment with a {m.ndim}-d boolean index together with other indices is not supported"
+        )
+    if m.ndim > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {m.ndim} were indexed")
+    for d in range(m.ndim):
+        if m.shape[d] != x.shape[d]:
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {d}; size of axis is "
+                f"{x.shape[d]} but size of corresponding boolean axis is {m.shape[d]}"
+            )
+    v = _fitted(
+        _cast(value, x.dtype),
+        x.shape,
+        "the value of x[mask] = v must broadcast to x's shape",
+        "; NumPy's form, v with one value per true element of the mask, is not supported",
+    )
+    vs = (1,) * (x.ndim - v.ndim) + tuple(v.shape)
+    length = vs[m.ndim - 1]  # v's extent where NumPy's form would put one value per true element
+    if v.size > 1 and length > 1 and all(n == 1 for n in vs[: m.ndim - 1]):
+        # where(mask, v, x) differs from NumPy's assignment when the mask holds `length` true values
+        if is_array(m):
+            check = _da().map_blocks(partial(_count_is_not, length), m.astype(np.int64).sum(), dtype=np.int64)
+            v = _da().asarray(v) + check.astype(v.dtype)
+        elif int(np.count_nonzero(m)) == length:
+            raise ValueError(
+                f"ambiguous item assignment: the mask holds {length} true values, so NumPy would assign "
+                f"the value's {length} entries one per true element, while x[mask] = v here (as in dask) "
+                f"broadcasts v to x's shape; assign where(mask, v, x) or v[mask] instead"
+            )
+    m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
+    return _da().where(m, v, x)
+
+
 def _assigned(x, key, value):
     """The RelArray ``x`` becomes with ``x[key] = value`` (see ``__setitem__``), or None when
-    the selection is empty. The mask is built lazily: a boolean index as given; a basic index
-    as per-axis boolean vectors (with ``x``'s chunks) combined by broadcasting ``&``. An
-    array ``value`` is placed into ``x``'s shape by a gather (``take``) along each axis it
-    spans, mapping every position to its index in the selection."""
+    the selection is empty. The mask is built lazily: a boolean index over ``x``'s shape as
+    given; otherwise one boolean vector per axis (with ``x``'s chunks: NumPy positions, a lazy
+    1-d mask, or ``isin`` of a lazy integer index) combined by broadcasting ``&``. An array
+    ``value`` is placed into ``x``'s shape by a gather along each axis it spans, mapping every
+    position to its (last) index in the selection: ``take`` with NumPy positions; for a lazy
+    integer index a stable ``argsort`` and a right ``searchsorted``; for a lazy mask its
+    ``cumsum``. Nothing is computed here."""
     from .indexing import _entries
     from .rechunk import take
+    from .relations import is_array
     from .structure import reshape
 
     da = _da()
     items = _key_items(key)
-    masks = [k for k in items if isinstance(k, tuple)]  # ("mask", m): other tuples are arrays
-    if masks:
-        if items[1:] not in ([], [Ellipsis]):  # x[mask] or x[mask, ...]
-            raise NotImplementedError(
-                "item assignment with a boolean mask together with other indices is not supported"
-            )
-        m = masks[0][1]
-        if m.ndim > x.ndim:
-            raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {m.ndim} were indexed")
-        for d in range(m.ndim):
-            if m.shape[d] != x.shape[d]:
+    arrays = [(i, k) for i, k in enumerate(items) if isinstance(k, tuple)]
+    if len(arrays) > 1:
+        raise NotImplementedError("item assignment with more than one integer or boolean array index is not supported")
+    if arrays:
+        at, (kind, arr) = arrays[0]
+        if kind == "mask" and (arr.ndim > 1 or (is_array(arr) and arr.ndim == x.ndim) or x.ndim == 0):
+            if at != 0:
                 raise IndexError(
-                    f"boolean index did not match indexed array along axis {d}; size of axis is "
-                    f"{x.shape[d]} but size of corresponding boolean axis is {m.shape[d]}"
+                    f"item assignment with a {arr.ndim}-d boolean index together with other indices is not supported"
                 )
-        v = _fitted(
-            _cast(value, x.dtype),
-            x.shape,
-            "the value of x[mask] = v must broadcast to x's shape",
-            "; NumPy's form, v with one value per true element of the mask, is not supported",
-        )
-        m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
-        y = da.where(m, v, x)
-    else:
-        entries = _entries(x, tuple(items))
-        sel, axes = [], []  # the selection's shape; per axis of x: (kind, selected positions)
-        for kind, k, _ in entries:
-            if kind == "new":
-                sel.append(1)
-                continue
-            ax, n = len(axes), x.shape[len(axes)]
-            if kind == "int":
-                if not -n <= k < n:
-                    raise IndexError(f"index {k} is out of bounds for axis {ax} with size {n}")
-                idx = np.array([k % n])
+            y = _where_mask(x, arr, value, items)
+            y = y.astype(x.dtype)
+            return y if y.chunks == x.chunks else y.rechunk(x.chunks)
+        if arr.ndim != 1:
+            raise IndexError(f"item assignment with a {arr.ndim}-d integer array index is not supported (dask)")
+        items[at] = np.zeros(0, np.int64)  # a placeholder: its axis is found below
+    entries = _entries(x, tuple(items))
+    sel, axes = [], []  # the selection's shape; per axis of x: (kind, selected positions or lazy index)
+    for kind, k, _ in entries:
+        if kind == "new":
+            sel.append(1)
+            continue
+        ax, n = len(axes), x.shape[len(axes)]
+        if kind == "int":
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis {ax} with size {n}")
+            idx = np.array([k % n])
+        elif kind == "array":
+            kind, k = arrays[0][1]
+            if kind == "mask":
+                if k.shape[0] != n:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {ax}; size of axis is {n} "
+                        f"but size of corresponding boolean axis is {k.shape[0]}"
+                    )
+                if is_array(k):
+                    kind, idx = "lazymask", k
+                else:
+                    kind, idx = "array", np.flatnonzero(k)
+            elif is_array(k):
+                kind, idx = "lazyindex", k
             else:
-                idx = np.arange(n)[k]
-                sel.append(len(idx))
-            axes.append((kind, idx))
-        v = _fitted(_cast(value, x.dtype), tuple(sel), "the selection's shape")
-        if 0 in sel:
-            return None
-        mask = None
-        for ax, (kind, idx) in enumerate(axes):
-            n = x.shape[ax]
-            if len(idx) == n:  # every position
-                continue
+                if k.size and (k.min() < -n or k.max() >= n):
+                    bad = k.min() if k.min() < -n else k.max()
+                    raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
+                kind, idx = "array", np.where(k < 0, k + n, k)
+            sel.append(None if kind == "lazymask" else int(idx.shape[0]))
+        else:
+            idx = np.arange(*k.indices(n))
+            sel.append(len(idx))
+        axes.append((kind, idx))
+    lazy_at = sel.index(None) if None in sel else None
+    v = _cast(value, x.dtype)
+    if lazy_at is not None:  # the lazy mask's count is unknown: v's extent there (or 1) is checked when computed
+        vs = tuple(v.shape)
+        while len(vs) > len(sel) and vs[0] == 1:
+            vs = vs[1:]
+        k = len(sel) - len(vs)
+        sel[lazy_at] = vs[lazy_at - k] if lazy_at >= k else 1
+    v = _fitted(v, tuple(sel), "the selection's shape")
+    if 0 in sel:
+        return None
+    mask = None
+    for ax, (kind, idx) in enumerate(axes):
+        n = x.shape[ax]
+        if kind == "lazymask":
+            vec = idx.rechunk((x.chunks[ax],))
+        elif kind == "lazyindex":
+            grid = da.arange(n, chunks=(x.chunks[ax],))
+            check = da.map_blocks(partial(_in_bounds, n), ((idx < -n) | (idx >= n)).any(), dtype=np.int64)
+            vec = da.isin(grid + check, da.where(idx < 0, idx + n, idx))
+        elif len(idx) == n:  # every position
+            continue
+        else:
             vec = np.zeros(n, np.bool_)
             vec[idx] = True
-            m = reshape(da.from_array(vec, chunks=(x.chunks[ax],)), (1,) * ax + (n,) + (1,) * (x.ndim - ax - 1))
-            mask = m if mask is None else mask & m
-        if v.ndim:  # an array value: placed into x's shape (its unit dims broadcast in where)
-            vs = (1,) * (len(sel) - v.ndim) + tuple(v.shape)
-            at, placed = 0, []  # v's extent on each axis of x (None's axes dropped, integers' added)
-            for kind, _, _ in entries:
-                if kind != "int":
-                    at += 1
-                if kind != "new":
-                    placed.append(1 if kind == "int" else vs[at - 1])
-            v = reshape(da.asarray(v), tuple(placed))
-            for ax, (kind, idx) in enumerate(axes):
-                n = x.shape[ax]
-                if v.shape[ax] == 1 or np.array_equal(idx, np.arange(n)):
-                    continue
+            vec = da.from_array(vec, chunks=(x.chunks[ax],))
+        m = reshape(vec, (1,) * ax + (n,) + (1,) * (x.ndim - ax - 1))
+        mask = m if mask is None else mask & m
+    if v.ndim:  # an array value: placed into x's shape (its unit dims broadcast in where)
+        vs = (1,) * (len(sel) - v.ndim) + tuple(v.shape)
+        at, placed = 0, []  # v's extent on each axis of x (None's axes dropped, integers' added)
+        for kind, _, _ in entries:
+            if kind != "int":
+                at += 1
+            if kind != "new":
+                placed.append(1 if kind == "int" else vs[at - 1])
+        v = reshape(da.asarray(v), tuple(placed))
+        for ax, (kind, idx) in enumerate(axes):
+            n = x.shape[ax]
+            if v.shape[ax] == 1:
+                continue
+            if kind == "lazymask":
+                count = idx.astype(np.int64).sum()
+                check = da.map_blocks(partial(_count_is, v.shape[ax]), count, dtype=np.int64)
+                src = da.clip(da.cumsum(idx.rechunk((x.chunks[ax],)).astype(np.int64)) - 1 + check, 0, None)
+                v = da.take(v, src, axis=ax)
+            elif kind == "lazyindex":
+                k = idx.shape[0]
+                norm = da.where(idx < 0, idx + n, idx)
+                order = da.argsort(norm)  # stable: equal positions keep their order, the last wins
+                at = da.searchsorted(da.take(norm, order), da.arange(n, chunks=(x.chunks[ax],)), side="right")
+                v = da.take(v, da.take(order, da.clip(at - 1, 0, k - 1)), axis=ax)
+            elif not np.array_equal(idx, np.arange(n)):
                 order = np.sort(idx)
                 src = np.zeros(n, np.int64)
-                src[idx] = np.arange(len(idx))
+                src[idx] = np.arange(len(idx))  # a repeated position: its last value, as NumPy
                 near = np.searchsorted(order, np.arange(n)).clip(max=len(idx) - 1)  # unselected: a neighbour
                 v = take(v, ax, src[order[near]], out_chunks=x.chunks[ax])
-        y = da.where(True if mask is None else mask, v, x)
+    y = da.where(True if mask is None else mask, v, x)
     y = y.astype(x.dtype)
     return y if y.chunks == x.chunks else y.rechunk(x.chunks)
 
@@ -426,6 +541,10 @@ class ArrayMethods:
         from .blockwise import VIndex
 
         return VIndex(self)
+
+    def shuffle(self, indexer, axis, chunks="auto"):
+        """dask.array's ``x.shuffle``: see ``dask_tra.array.shuffle``."""
+        return _da().shuffle(self, indexer, axis, chunks=chunks)
 
     def map_blocks(self, func, *args, **kwargs):
         return _da().map_blocks(func, self, *args, **kwargs)
