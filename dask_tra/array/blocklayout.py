@@ -218,7 +218,10 @@ def reshape_blockwise(x, shape, chunks=None):
             raise TypeError("Need to specify chunks if expanding dimensions.")
         chunks = tuple(tuple(int(v) for v in ((c,) if isinstance(c, Integral) else c)) for c in chunks)
         if len(chunks) != len(shape) or any(sum(c) != s for c, s in zip(chunks, shape)):
-            raise ValueError(f"reshape_blockwise: chunks {chunks} do not fit the shape {shape}")
+            raise ValueError(
+                f"Chunk sizes do not match for the following chunks: reshape_blockwise chunks {chunks} "
+                f"do not fit the shape {shape}"
+            )
         groups = _groups(x.shape, shape)
         if groups is None:
             raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not split consecutive dimensions")
@@ -237,7 +240,10 @@ def reshape_blockwise(x, shape, chunks=None):
         raise ValueError("Setting chunks is not allowed when reducing the number of dimensions.")
     groups = _groups(shape, x.shape)
     if groups is None:
-        raise NotImplementedError(f"reshape_blockwise: {x.shape} -> {shape} does not merge consecutive dimensions")
+        raise NotImplementedError(
+            "reshape_blockwise not implemented for expanding dimensions without passing chunk hints "
+            f"({x.shape} -> {shape} does not only merge consecutive dimensions)"
+        )
     out_chunks = tuple(_block_products([x.chunks[d] for d in dims]) if dims else (1,) for _, dims in groups)
     y = reshape(x, shape)
     for v, dims in groups:

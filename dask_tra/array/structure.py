@@ -15,7 +15,9 @@ import math
 
 import numpy as np
 
-from ..tra import Transform
+from ..tra import ReKey, Transform
+from ..tra.kernels import Bound
+from ..tra.keyfuncs import KeyMap
 from .kernels import Permute, Reshape
 from .rechunk import rechunk_axes
 from .creation import asarray
@@ -118,7 +120,11 @@ def reshape(x, shape, *args, order="C", merge_chunks=True, limit=None, copy=None
     if shape == x.shape:
         return x
     I, O = x.shape, shape
-    if x.size == 0 or not I or not O:  # one block: every dim whole
+    if x.size and I and O and x.npartitions > 1:
+        y = _reshape_as_dask(x, O, merge_chunks)
+        if y is not None:
+            return y
+    if x.size == 0 or not I or not O or x.npartitions == 1:  # one block: every dim whole
         r = rechunk_axes(x, {d: (n,) for d, n in enumerate(I)})
         expr = rekey(Transform(r.expr, Reshape(O)), [None] * len(O))
         return wrap(expr, x, extra=r.sources)
@@ -141,6 +147,52 @@ def reshape(x, shape, *args, order="C", merge_chunks=True, limit=None, copy=None
         spec[co], keys[co] = (ci, R, S), ci
     r = rechunk_axes(x, chunks)
     return wrap(rekey(Transform(r.expr, Reshape(spec)), keys), x, extra=r.sources)
+
+
+def _reshape_as_dask(x, O, merge_chunks):
+    """dask.array's reshape: ``x`` rechunked to dask's ``reshape_rechunk`` input chunks, whose
+    blocks map one to one, in C order of the block grids, onto the output blocks; each block is
+    contiguous in C order within its group of merged (split) dims, so it reshapes on its own:
+    ``Transform(reshape)`` + ``ReKey`` (the C-order rank of the input block, unravelled over the
+    output grid). None when dask's rule does not apply (dims that do not merge or split)."""
+    from dask.array.reshape import reshape_rechunk
+
+    x0 = x
+    if not merge_chunks and x.ndim > len(O):
+        x = x.rechunk({d: 1 for d in range(x.ndim - len(O))})
+    try:
+        inchunks, outchunks, _, _ = reshape_rechunk(x.shape, O, x.chunks)
+    except NotImplementedError:
+        return None
+    I = x.shape
+    spec = [None] * len(O)
+    for gi, gj in _groups(I, O):
+        long_in = [d for d in gi if len(inchunks[d]) > 1 or I[d] > 1]
+        long_out = [d for d in gj if len(outchunks[d]) > 1 or O[d] > 1]
+        # the block shape inside the group: extent 1 before one dim p, anything at p, whole after
+        p = next((d for d in gi if any(c != 1 for c in inchunks[d])), gi[-1])
+        q = next((d for d in gj if any(c != 1 for c in outchunks[d])), gj[-1])
+        if any(len(inchunks[d]) != 1 for d in gi if d > p) or any(len(outchunks[d]) != 1 for d in gj if d > q):
+            return None
+        if len(long_in) > 1 and len(long_out) > 1:
+            return None
+        R = math.prod(I[d] for d in gi if d > p)
+        S = math.prod(O[d] for d in gj if d > q)
+        for d in gj:
+            spec[d] = 1 if d < q else (O[d] if d > q else (p, R, S))
+    r = rechunk_axes(x, dict(enumerate(inchunks)))
+    nin, nout = tuple(len(c) for c in inchunks), tuple(len(c) for c in outchunks)
+    expr = ReKey(
+        Transform(r.expr, Reshape(spec)), KeyMap(Bound(_regrid, nin, nout), f"regrid{list(nin)}->{list(nout)}")
+    )
+    y = wrap(expr, x0, extra=r.sources)
+    return y if y.chunks == tuple(outchunks) else None
+
+
+def _regrid(nin, nout, key):
+    """A block's key in the output grid: its C-order rank in the input grid, unravelled."""
+    rank = int(np.ravel_multi_index(tuple(key), nin)) if nin else 0
+    return tuple(int(k) for k in np.unravel_index(rank, nout)) if nout else ()
 
 
 def ravel(a):
