@@ -5,15 +5,29 @@ are first made one block each (a rechunk: gathers), then NumPy's own function ru
 block, a ``blockwise`` kernel: the quantile dims (``q``'s shape) come first, as in NumPy.
 Unlike dask, ``axis=None`` and several axes are supported (the whole of those axes then sits
 in each block: mind the block size).
+
+``weights=`` (NumPy 2's, with ``method="inverted_cdf"``) follow NumPy's rules: the shape of
+``a``, or the shape of ``a`` along the reduced axes (in ``axis``'s order). They become one more
+``blockwise`` argument, chunked like ``a`` (the reduced axes one block); each kernel broadcasts
+its weights block to its data block, so ``nanquantile`` takes 1-d weights too (NumPy's own
+``nanquantile`` fails on them for a multi-dimensional ``a``; dask broadcasts them the same way).
+
+``percentile`` also takes dask.array's 1-d API (``method=``/``internal_method=`` of
+``da.percentile``, used by dask.dataframe): ``internal_method`` ("default", "dask", "tdigest") is
+accepted and ignored, as the result is always NumPy's exact one (dask's is approximate), and a
+1-d bool array uses ``method="nearest"``, as dask does for non-numbers (strings are no dtype of
+ours).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 from .blockwise import blockwise
 from .creation import asarray
-from .relations import axes_of
+from .relations import axes_of, is_array
 
 _NUMPY = {
     "median": np.median,
@@ -25,16 +39,57 @@ _NUMPY = {
 }
 
 
-def order_statistic(block, fn, q, axes, method, keepdims):
-    """NumPy's ``fn`` on one block (all of the reduced axes), quantile dims first."""
+def order_statistic(block, fn, q, axes, method, keepdims, weights=None):
+    """NumPy's ``fn`` on one block (all of the reduced axes), quantile dims first. ``weights``:
+    the block's weights, of its shape or over the reduced axes only (then broadcast)."""
     if fn in ("median", "nanmedian"):
         return _NUMPY[fn](block, axis=axes, keepdims=keepdims)
-    return _NUMPY[fn](block, q, axis=axes, method=method, keepdims=keepdims)
+    kw = {}
+    if weights is not None:
+        kw["weights"] = _broadcast_weights(np.asarray(weights), block, axes)
+    if fn in ("nanquantile", "nanpercentile"):
+        # dask's nanquantile (its default, linear path) gives NaN for an all-NaN slice silently
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+            return _NUMPY[fn](block, q, axis=axes, method=method, keepdims=keepdims, **kw)
+    return _NUMPY[fn](block, q, axis=axes, method=method, keepdims=keepdims, **kw)
 
 
-def _reduce(fn, a, q, axis, method, keepdims):
+def _broadcast_weights(weights, block, axes):
+    """A block's weights (its shape, or the reduced axes only) broadcast to the block's shape."""
+    if weights.ndim != block.ndim:
+        weights = np.expand_dims(weights, [d for d in range(block.ndim) if d not in axes])
+    return np.broadcast_to(weights, block.shape)
+
+
+def _weights(weights, a, axis, method):
+    """NumPy's checks of ``weights`` (its messages); the weights, a NumPy or lazy array of ``a``'s
+    shape or of the reduced axes' (then transposed to ascending axes), and the index letters of
+    ``a``'s axes they run along."""
+    if method != "inverted_cdf":
+        raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+    lazy = is_array(weights) or hasattr(weights, "__dask_graph__")
+    w = asarray(weights) if lazy else np.asarray(weights)
+    if w.shape == a.shape:
+        return w, tuple(range(a.ndim))
+    if axis is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    given = tuple(int(d) % a.ndim for d in (axis if isinstance(axis, tuple) else (axis,)))
+    if w.shape != tuple(a.shape[d] for d in given):
+        raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+    order = tuple(int(i) for i in np.argsort(given))
+    if order != tuple(range(len(order))):
+        w = w.transpose(order)
+    return w, tuple(sorted(given))
+
+
+def _reduce(fn, a, q, axis, method, keepdims, weights=None):
     a = asarray(a)
     axes = axes_of(axis, a.ndim)
+    if weights is not None:
+        weights, w_axes = _weights(weights, a, axis, method)
+        if isinstance(weights, np.ndarray) and weights.dtype.kind in "biuf" and np.any(weights < 0):
+            raise ValueError("Weights must be non-negative.")
     if q is not None:
         # a Python int/float q stays one, so that NumPy promotes it weakly, as for NumPy arrays;
         # anything else keeps its dtype (float32 q, float32 data: a float32 result)
@@ -50,22 +105,20 @@ def _reduce(fn, a, q, axis, method, keepdims):
     ind = [f"a{d}" for d in range(a.ndim)]
     out_ind = qdims + [l for d, l in enumerate(ind) if keepdims or d not in axes]
     adjust = {f"a{d}": 1 for d in axes} if keepdims else None
-    probe = order_statistic(np.ones((1,) * a.ndim, a.dtype), fn, q, axes, method, keepdims)
+    probe_w, extra = None, {}
+    if weights is not None:
+        # chunked as a is (its reduced axes one block), so that blockwise joins them as they are
+        w = asarray(weights).rechunk(tuple(a.chunks[d] for d in w_axes))
+        extra = {"weights": (w, tuple(ind[d] for d in w_axes))}
+        probe_w = np.ones((1,) * a.ndim, w.dtype)
+    probe = order_statistic(np.ones((1,) * a.ndim, a.dtype), fn, q, axes, method, keepdims, probe_w)
+    args = [a, ind, fn, None, q, None, axes, None, method, None, keepdims, None]
+    for w, w_ind in extra.values():
+        args += [w, w_ind]
     return blockwise(
         order_statistic,
         out_ind,
-        a,
-        ind,
-        fn,
-        None,
-        q,
-        None,
-        axes,
-        None,
-        method,
-        None,
-        keepdims,
-        None,
+        *args,
         new_axes={l: n for l, n in zip(qdims, np.shape(q))},
         adjust_chunks=adjust,
         dtype=probe.dtype,
@@ -99,8 +152,8 @@ def quantile(
     interpolation=None,
 ):
     """numpy.quantile: the quantile dims (``q``'s shape) come first."""
-    _no_out(out, weights)
-    return _reduce("quantile", a, q, axis, interpolation or method, keepdims)
+    _no_out(out)
+    return _reduce("quantile", a, q, axis, interpolation or method, keepdims, weights)
 
 
 def nanquantile(
@@ -116,8 +169,11 @@ def nanquantile(
     interpolation=None,
 ):
     """numpy.nanquantile: the quantile dims (``q``'s shape) come first."""
-    _no_out(out, weights)
-    return _reduce("nanquantile", a, q, axis, interpolation or method, keepdims)
+    _no_out(out)
+    return _reduce("nanquantile", a, q, axis, interpolation or method, keepdims, weights)
+
+
+_INTERNAL_METHODS = ("default", "dask", "tdigest")
 
 
 def percentile(
@@ -131,10 +187,24 @@ def percentile(
     *,
     weights=None,
     interpolation=None,
+    internal_method="default",
 ):
-    """numpy.percentile (``q`` in [0, 100])."""
-    _no_out(out, weights)
-    return _reduce("percentile", a, q, axis, interpolation or method, keepdims)
+    """numpy.percentile (``q`` in [0, 100]); also dask.array's 1-d ``percentile(a, q, method,
+    internal_method)``: see the module doc."""
+    _no_out(out)
+    if isinstance(axis, str):  # dask's percentile(a, q, method): its third positional argument
+        if method != "linear":
+            raise TypeError("percentile: method given twice (dask's third positional argument is method)")
+        axis, method = None, axis
+    if method in _INTERNAL_METHODS:
+        warnings.warn("The `method=` argument was renamed to `internal_method=`", FutureWarning, stacklevel=2)
+        internal_method, method = method, "linear"
+    if internal_method not in _INTERNAL_METHODS:
+        raise ValueError(f"`internal_method=` must be one of {set(_INTERNAL_METHODS)}")
+    a = asarray(a)
+    if a.ndim == 1 and method == "linear" and interpolation is None and a.dtype.kind == "b":
+        method = "nearest"  # dask's 1-d percentile of a non-number (NumPy's "linear" fails on bools)
+    return _reduce("percentile", a, q, axis, interpolation or method, keepdims, weights)
 
 
 def nanpercentile(
@@ -150,15 +220,13 @@ def nanpercentile(
     interpolation=None,
 ):
     """numpy.nanpercentile (``q`` in [0, 100])."""
-    _no_out(out, weights)
-    return _reduce("nanpercentile", a, q, axis, interpolation or method, keepdims)
+    _no_out(out)
+    return _reduce("nanpercentile", a, q, axis, interpolation or method, keepdims, weights)
 
 
-def _no_out(out, weights=None):
+def _no_out(out):
     if out is not None:
         raise TypeError("out= is not supported by dask_tra arrays (they are immutable)")
-    if weights is not None:
-        raise NotImplementedError("quantile weights= is not supported")
 
 
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
