@@ -28,7 +28,8 @@ from numbers import Integral
 import numpy as np
 
 from .. import backends
-from ..tra import Join, Transform
+from ..dask.sources import Source, Ref, fresh_name
+from ..tra import Input, Join, RelationType, Transform
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
 from .relations import (
@@ -169,6 +170,47 @@ def _locations(chunks, loc):
 # ---------------------------------------------------------------- blockwise
 
 
+class DelayedSource(Source):
+    """One block: the value of a ``dask.delayed`` object (its graph joins the plan's): the
+    source of ``from_delayed`` (io.py) and of a Delayed argument of a block function."""
+
+    def __init__(self, value, shape, dtype, name=None):
+        self.value = value
+        self.graph = dict(value.__dask_graph__())
+        t = RelationType.from_chunks(tuple((int(s),) for s in shape), dtype)
+        self.input = Input(name or fresh_name("from-delayed"), t)
+
+    def task(self, key):
+        return Ref(self.value.key)
+
+    def chunk(self, key):
+        return self.value.compute(scheduler="sync")
+
+    def held_keys(self):
+        return {self.value.key: (0,) * len(self.type.frontier)}
+
+
+class Whole:
+    """A value passed whole to block functions (a Delayed argument), as a 0-d block: what the
+    reference executor, which checks block shapes, holds; the block function gets ``value``."""
+
+    shape = ()
+
+    def __init__(self, value):
+        self.value = value
+
+
+class DelayedArgument(DelayedSource):
+    """A ``dask.delayed`` argument of a block function: a 0-d input whose block is its value,
+    whatever it is (the declared dtype is a placeholder)."""
+
+    def __init__(self, value):
+        super().__init__(value, (), np.dtype(np.float64), fresh_name("delayed-argument"))
+
+    def chunk(self, key):
+        return Whole(super().chunk(key))
+
+
 class _Lazy:
     """Where the ``i``-th lazy array argument goes, inside a non-array argument or keyword."""
 
@@ -203,7 +245,7 @@ class _WithLazyArgs:
         args, lazy = args[: len(args) - self.n], args[len(args) - self.n :]
 
         def put(v):
-            return lazy[v.i]
+            return lazy[v.i].value if isinstance(lazy[v.i], Whole) else lazy[v.i]
 
         return self.func(*_swap(list(args), put), **_swap(kwargs, put))
 
@@ -226,9 +268,25 @@ def _lift_lazy(func, args, kwargs):
 
     out = [x for pair in zip(plain, args[1::2]) for x in pair]
     for k, v in enumerate(lifted):
-        v = _asarray(v)
+        v = _delayed_value(v) if is_delayed(v) else _asarray(v)
         out += [v, tuple(f"_whole{k}_{d}" for d in range(v.ndim))]
     return _WithLazyArgs(func, len(lifted)), tuple(out), kwargs
+
+
+def is_delayed(v) -> bool:
+    """A ``dask.delayed`` object (not an array collection)."""
+    from dask.delayed import Delayed
+
+    return isinstance(v, Delayed)
+
+
+def _delayed_value(v):
+    """A Delayed argument as dask passes it: its computed value, whole, to every call. It is a
+    0-d one-block input bound to the Delayed's key (its graph joins the plan's); the block (any
+    Python object) reaches the function untouched."""
+    from .relations import wrap_source
+
+    return wrap_source(DelayedArgument(v))
 
 
 def _takes(func, word):
@@ -479,7 +537,8 @@ def map_blocks(
         raise TypeError(f"map_blocks: first argument must be callable, got {type(func).__name__}")
     from .creation import asarray as _asarray
 
-    args = [_asarray(a) if is_array(a) or hasattr(a, "dask") else a for a in args]
+    # a dask array joins blockwise; a Delayed is passed whole (blockwise lifts it, as dask)
+    args = [_asarray(a) if is_array(a) or (hasattr(a, "dask") and not is_delayed(a)) else a for a in args]
     arrs = [a for a in args if is_array(a)]
     if not arrs:
         raise ValueError("map_blocks needs at least one dask_tra array argument")

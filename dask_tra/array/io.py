@@ -28,34 +28,16 @@ import pickle
 import numpy as np
 
 from .. import backends
-from ..dask.sources import Ref, Source, fresh_name
+from ..dask.sources import Source, fresh_name
 from ..tra import Input, Join, RelationType
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
+from .blockwise import DelayedSource, is_delayed
 from .creation import asarray
 from .lazy import Reopen, from_lazy, handle
-from .relations import check_dtype, grid, offsets, param_relation, reject_masked, wrap, wrap_source
+from .relations import check_dtype, grid, is_array, offsets, param_relation, reject_masked, wrap, wrap_source
 
 # ---------------------------------------------------------------- other sources
-
-
-class DelayedSource(Source):
-    """One block: the value of a ``dask.delayed`` object (its graph joins the plan's)."""
-
-    def __init__(self, value, shape, dtype, name=None):
-        self.value = value
-        self.graph = dict(value.__dask_graph__())
-        t = RelationType.from_chunks(tuple((int(s),) for s in shape), dtype)
-        self.input = Input(name or fresh_name("from-delayed"), t)
-
-    def task(self, key):
-        return Ref(self.value.key)
-
-    def chunk(self, key):
-        return self.value.compute(scheduler="sync")
-
-    def held_keys(self):
-        return {self.value.key: (0,) * len(self.type.frontier)}
 
 
 class NpyStackSource(Source):
@@ -82,7 +64,16 @@ def from_delayed(value, shape, dtype=None, meta=None, name=None):
     dtype = meta.dtype if dtype is None and meta is not None else dtype
     if dtype is None:
         raise ValueError("from_delayed needs dtype= (or meta=): the block's dtype is not known before it runs")
-    return wrap_source(DelayedSource(value, tuple(shape), check_dtype(dtype), name))
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    for n in shape:
+        if hasattr(n, "__dask_graph__") or (isinstance(n, float) and np.isnan(n)):
+            raise NotImplementedError(
+                f"from_delayed: shape {shape} has an unknown size; dask_tra arrays need known sizes "
+                "(compute the size first, or concatenate blocks of known shapes)"
+            )
+        if int(n) != n or n < 0:
+            raise ValueError(f"from_delayed: shape {shape} must be non-negative integers")
+    return wrap_source(DelayedSource(value, tuple(int(n) for n in shape), check_dtype(dtype), name))
 
 
 def from_zarr(url, component=None, storage_options=None, chunks=None, name=None, inline_array=False, **kwargs):
@@ -161,12 +152,47 @@ def _region_origin(region, target_shape, shape):
 def written(x, target, region=None, lock=None, return_stored=False):
     """The RelArray whose computation writes ``x`` into ``target`` block by block."""
     x = asarray(x)
+    if is_delayed(target):
+        return _written_delayed(x, target, region, lock, return_stored)
     origin = _region_origin(region, getattr(target, "shape", x.shape), x.shape)
     starts = [offsets(c) for c in x.chunks]
     P = param_relation({k: [o[i] for o, i in zip(starts, k)] for k in grid(x.numblocks)}, x.numblocks, what="offsets")
     dims = tuple(range(x.ndim))
     kernel = WriteBlock(handle(target, "r+"), origin, lock, return_stored, x.dtype)
     return wrap(Join(x.expr, P.expr, dims, dims, kernel), x, extra=P.sources)
+
+
+def _written_delayed(x, target, region, lock, return_stored):
+    """A ``dask.delayed`` target, as dask: each block's write task takes the target's computed
+    value (a map_blocks argument: the Delayed's key joins the graph). Its shape is not known
+    before it runs, so a region must give its starts (non-negative)."""
+    from .blockwise import map_blocks
+
+    region = () if region is None else (region if isinstance(region, tuple) else (region,))
+    origin = []
+    for r in region:
+        start = (r.start or 0) if isinstance(r, slice) else None
+        if start is None or start < 0 or (isinstance(r, slice) and r.step not in (None, 1)):
+            raise ValueError(
+                f"store: into a Delayed target, a region must be slices of step 1 from starts >= 0, got {r}"
+            )
+        origin.append(int(start))
+    origin = tuple(origin) + (0,) * (x.ndim - len(origin))
+    chunks = None if return_stored else tuple((1,) * n for n in x.numblocks)
+    dtype = x.dtype if return_stored else np.int64
+    return map_blocks(_write_block, x, target, origin, lock, return_stored, chunks=chunks, dtype=dtype, name="store")
+
+
+def _write_block(block, target, origin, lock, return_stored, block_info=None):
+    loc = block_info[0]["array-location"]
+    data = backends.to_numpy(block)
+    box = tuple(slice(o + a, o + b) for o, (a, b) in zip(origin, loc))
+    if lock:
+        with lock:
+            target[box] = data
+    else:
+        target[box] = data
+    return block if return_stored else np.full((1,) * data.ndim, data.size, dtype=np.int64)
 
 
 def store(sources, targets, lock=True, regions=None, compute=True, return_stored=False, **kwargs):
@@ -182,6 +208,8 @@ def store(sources, targets, lock=True, regions=None, compute=True, return_stored
     targets = [targets] if single and not isinstance(targets, (list, tuple)) else list(targets)
     if len(sources) != len(targets):
         raise ValueError(f"store: {len(sources)} sources but {len(targets)} targets")
+    if any(not (is_array(s) or hasattr(s, "__dask_graph__")) for s in sources):
+        raise ValueError("All sources must be dask array objects")  # dask's check and message
     if (
         regions is None
         or isinstance(regions, (tuple, slice))
