@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dask.sources import ConstantSource, RandomSource, Source, content_name
+from ..tra import Input, RelationType
 from .lazy import narrow
 from .rechunk import take
-from .relations import is_array
+from .relations import BlockSource, is_array, offsets, wrap_source
 
 INVALID = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -63,7 +65,12 @@ def getitem(x, index):
     from .structure import expand_dims, moveaxis, reshape
 
     entries = _entries(x, index)
+    if len(entries) == x.ndim and all(
+        k == "slice" and v.indices(n) == (0, n, 1) for (k, v, _), n in zip(entries, x.shape)
+    ):
+        return x  # x[:], x[...], x[0:len(x)]: x itself (dask)
     x, entries = narrow(x, entries)  # a lazily read input reads only the blocks the index touches
+    x, entries = _narrow_generated(x, entries)  # a generated input makes only those blocks
     arrays = [e for e in entries if e[0] in ("array", "mask")]
     if len(arrays) > 1:
         raise NotImplementedError("at most one integer or boolean array index per indexing operation")
@@ -84,17 +91,19 @@ def getitem(x, index):
                     )
             if k != 1:
                 x = reshape(x, x.shape[:ax] + (-1,) + x.shape[ax + k :])
-            x = take(x, ax, np.flatnonzero(v))
+            src = np.flatnonzero(v)
+            x = take(x, ax, src, take_chunks(x.chunks[ax], src))
             continue
         n = x.shape[ax]
         if kind == "slice":
-            x = take(x, ax, np.arange(n)[v])
+            x = take(x, ax, np.arange(*v.indices(n)))
             continue
         idx = np.asarray(v)
         if idx.size and (idx.min() < -n or idx.max() >= n):
             bad = idx.min() if idx.min() < -n else idx.max()
             raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
-        x = take(x, ax, np.where(idx < 0, idx + n, idx).ravel())
+        src = np.where(idx < 0, idx + n, idx).ravel()
+        x = take(x, ax, src, take_chunks(x.chunks[ax], src) if kind == "array" and idx.ndim == 1 else None)
         if kind == "int" or idx.ndim != 1:
             x = reshape(x, x.shape[:ax] + idx.shape + x.shape[ax + 1 :])
     pos, adv, new_axes = 0, None, []
@@ -111,6 +120,111 @@ def getitem(x, index):
         nd = arrays[0][1].ndim if arrays[0][0] == "array" else 1
         x = moveaxis(x, list(range(adv, adv + nd)), list(range(nd)))
     return expand_dims(x, new_axes) if new_axes else x
+
+
+def take_chunks(chunks, src):
+    """dask's output chunks for ``x[src]`` along an axis chunked ``chunks`` (``dask.array.slicing.take``):
+    the positions cut into groups of the mean block size, packed as ``shuffle`` packs groups."""
+    from .blocklayout import _shuffle_chunks
+
+    n = int(sum(chunks))
+    if len(src) == 0:
+        return (0,)
+    if len(src) == n and src[0] == 0 and (np.diff(src) == 1).all():
+        return tuple(chunks)
+    mean = max(int(n / len(chunks)), 1)
+    return _shuffle_chunks(chunks, [src[i : i + mean] for i in range(0, len(src), mean)])
+
+
+class BlocksOf(Source):
+    """The blocks ``blocks[a]`` (block numbers along each axis a) of a generated source
+    (``arange``, ``linspace``, ``eye``, constants, random draws): block ``key`` is the inner
+    source's block at the mapped key, made by the same task, so no other block is ever made."""
+
+    def __init__(self, inner, blocks):
+        self.inner, self.blocks = inner, tuple(tuple(int(b) for b in bl) for bl in blocks)
+        self.graph = inner.graph
+        t = inner.type
+        chunks = tuple(tuple(c[b] for b in bl) for c, bl in zip(t.array_chunks(), self.blocks))
+        self.input = Input(
+            content_name("blocks-of", inner.input.name, self.blocks),
+            RelationType.from_chunks(chunks, t.dtype, t.backend),
+        )
+
+    def _key(self, key):
+        return tuple(bl[k] for bl, k in zip(self.blocks, key))
+
+    def task(self, key):
+        return self.inner.task(self._key(key))
+
+    def chunk(self, key):
+        return self.inner.chunk(self._key(key))
+
+
+def _narrow_generated(x, entries):
+    """When ``x`` is a generated input (``BlockSource``, ``ConstantSource``, ``RandomSource``):
+    the input restricted to the blocks ``entries`` touch along each axis (the range a slice
+    crosses, the blocks holding an integer's, an integer array's or a 1-d mask's positions), and
+    the entries renumbered to it; otherwise ``x, entries``. So ``arange(10**12)[[5, 10**11]]``
+    plans, and makes, two blocks."""
+    if x.expr.children:
+        return x, entries
+    src = x.sources.get(x.expr.name)
+    if not isinstance(src, (BlockSource, ConstantSource, RandomSource, BlocksOf)):
+        return x, entries
+    blocks, shifted, axis = [], [], 0
+    for kind, v, k in entries:
+        if k == 0:
+            shifted.append((kind, v, k))
+            continue
+        if k > 1:  # a k-d mask: its axes keep every block
+            blocks += [range(len(x.chunks[axis + d])) for d in range(k)]
+            shifted.append((kind, v, k))
+            axis += k
+            continue
+        n, chunks = x.shape[axis], x.chunks[axis]
+        cuts = offsets(chunks)
+        if kind == "slice":
+            pos = np.arange(*v.indices(n))
+        elif kind == "mask":
+            pos = np.flatnonzero(v) if v.shape == (n,) else np.zeros(0, np.int64)
+        else:
+            pos = np.asarray(v, dtype=np.int64).ravel()
+            pos = pos if not pos.size or (pos.min() >= -n and pos.max() < n) else np.zeros(0, np.int64)
+            pos = np.where(pos < 0, pos + n, pos)
+        if not pos.size:  # nothing selected or an error to raise: every block kept
+            blocks.append(range(len(chunks)))
+            shifted.append((kind, v, k))
+            axis += 1
+            continue
+        owner = np.searchsorted(cuts, pos, side="right") - 1
+        if kind == "slice":  # the blocks the slice crosses
+            lo, hi = int(owner.min()), int(owner.max())
+            used = np.arange(lo, hi + 1)
+            start, stop, step = v.indices(n)
+            stop -= int(cuts[lo])
+            v = slice(start - int(cuts[lo]), None if stop < 0 else stop, step)
+        else:
+            used = np.unique(owner)
+            new_cuts = offsets([chunks[b] for b in used])
+            rank = np.searchsorted(used, owner)
+            moved = new_cuts[rank] + pos - cuts[owner]
+            if kind == "mask":
+                v = np.zeros(int(new_cuts[-1]), np.bool_)
+                v[moved] = True
+            elif kind == "int":
+                v = int(moved[0])
+            else:
+                v = moved.reshape(np.shape(v))
+        blocks.append(used)
+        shifted.append((kind, v, k))
+        axis += 1
+    if all(len(b) == len(c) for b, c in zip(blocks, x.chunks)):
+        return x, entries
+    if isinstance(src, BlocksOf):  # narrowing a narrowed input: blocks of the original
+        blocks = [np.asarray(outer)[list(b)] for outer, b in zip(src.blocks, blocks)]
+        src = src.inner
+    return wrap_source(BlocksOf(src, blocks)), shifted
 
 
 def _split_advanced(entries):

@@ -201,9 +201,12 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
         and x.ndim == 1
         and len(chunks) > 1
         and all(isinstance(c, Integral) for c in chunks)
+        and sum(chunks) == x.shape[0]
     ):
         chunks = (tuple(chunks),)  # a 1-d array's block sizes, given flat (dask's normalize_chunks)
     if isinstance(chunks, (tuple, list)):
+        if len(chunks) > x.ndim:
+            chunks = tuple(chunks)[: x.ndim]  # dask zips the entries with the axes: extra ones are ignored
         if len(chunks) != x.ndim:
             raise ValueError(f"chunks {chunks!r} have {len(chunks)} entries for a {x.ndim}-d array")
         chunks = tuple(x.chunks[i] if c is None else c for i, c in enumerate(chunks))
