@@ -73,7 +73,7 @@ def _stage(expr) -> str:
 
 
 def array_name(expr) -> str:
-    """``<stage>-<token>``: an input's own name, or the last operation and the token."""
-    if not expr.children:
-        return expr.name
+    """``<stage>-<token>``: the last operation (an input's kind) and the token. An array that is
+    one input is not named as the input itself: its result keys (a persisted copy, say) must
+    never be the keys the input's own blocks are made under."""
     return f"{_stage(expr)}-{expr_token(expr)[:32]}"

@@ -15,7 +15,7 @@ collection whose persisted blocks were scattered data) cannot be recovered:
 from __future__ import annotations
 
 from ..tra import TRAError
-from .sources import PersistedSource, is_future
+from .sources import PersistedSource, fresh_name, is_future
 
 ATTEMPTS = 3
 LOST = ("cancelled", "lost")  # future statuses of blocks the cluster no longer has
@@ -79,7 +79,9 @@ def rebuild(name, src, cls) -> PersistedSource:
         )
     expr, sources = src.lineage
     live = {n: rebuild(n, s, cls) if isinstance(s, PersistedSource) and not s.blocks else s for n, s in sources.items()}
-    fresh = cls(expr, live).persist()
+    # a name of its own: the lost collection's keys (the same expression, so the same name) are
+    # being forgotten by the scheduler while this runs
+    fresh = cls(expr, live, name=fresh_name("recovered")).persist()
     return fresh.sources[fresh.expr.name]
 
 
