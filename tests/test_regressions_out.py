@@ -41,3 +41,30 @@ def test_out_errors():
     with pytest.raises(NotImplementedError, match="only one output"):
         da.add(x, 1, out=(x, x))
     np.testing.assert_array_equal(x.compute(), np.arange(10))  # untouched by the failed calls
+
+
+@pytest.mark.parametrize(
+    "func", [np.sum, np.prod, np.max, np.min, np.mean, np.var, np.std, np.argmax, np.nansum, np.nanmean,
+             np.nanvar, np.nanargmin, da.sum, da.mean]
+)
+def test_reduction_out_rebinds_the_array(func):
+    x, y = da.arange(10, chunks=(5,)), da.from_array(np.random.default_rng(0).random((10, 10)), chunks=(4, 3))
+    assert func(y, axis=0, out=x) is x
+    want = getattr(np, func.__name__)(y.compute(), axis=0)
+    assert x.dtype == want.dtype
+    np.testing.assert_allclose(x.compute(), want)
+
+
+@pytest.mark.parametrize("func", [np.cumsum, np.cumprod, da.nancumsum])
+def test_scan_out_rebinds_the_array(func):
+    a = np.random.default_rng(1).random((10, 10))
+    x = da.from_array(a, chunks=(4, 4))
+    func(x, axis=0, out=x)
+    np.testing.assert_allclose(x.compute(), getattr(np, func.__name__)(a, axis=0))
+
+
+def test_reduction_out_of_another_shape_raises_and_leaves_it():
+    x = da.arange(7, chunks=3)
+    with pytest.raises(ValueError, match="Mismatched shapes"):
+        da.ones((10, 10), chunks=4).sum(axis=0, out=x)
+    np.testing.assert_array_equal(x.compute(), np.arange(7))

@@ -24,6 +24,7 @@ def _has_nan(a) -> bool:
     return a.dtype.kind in "fc"
 
 
+@red.with_out
 def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, _root=False, **kw):
     """numpy.nanvar over ``axis`` (None: all)."""
     red._no_out(out, kw)
@@ -45,7 +46,7 @@ def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correc
 
 def nanstd(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, **kw):
     """numpy.nanstd over ``axis`` (None: all)."""
-    return nanvar(a, axis, dtype, keepdims, ddof, out, correction=correction, _root=True, **kw)
+    return nanvar(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
 
 
 def _filled(a, value):
@@ -55,28 +56,29 @@ def _filled(a, value):
 
 def nancumsum(x, axis=None, dtype=None, out=None, **kw):
     """numpy.nancumsum: NaNs count as zero."""
-    return red.cumsum(_filled(x, 0), axis, dtype, out, **kw)
+    return red.cumsum(_filled(x, 0), axis, dtype, out=out, **kw)
 
 
 def nancumprod(x, axis=None, dtype=None, out=None, **kw):
     """numpy.nancumprod: NaNs count as one."""
-    return red.cumprod(_filled(x, 1), axis, dtype, out, **kw)
+    return red.cumprod(_filled(x, 1), axis, dtype, out=out, **kw)
 
 
 def _nanarg(op, fill):
     plain = getattr(red, op)
 
     def reduce(a, axis=None, keepdims=False, split_every=None, out=None, **kw):
+        red._no_out(out)
         a = asarray(a)
         if not _has_nan(a):
-            return plain(a, axis, keepdims, out=out, **kw)
-        index = plain(_filled(a, fill), axis, keepdims, out=out, **kw)
+            return plain(a, axis, keepdims, **kw)
+        index = plain(_filled(a, fill), axis, keepdims, **kw)
         all_nan = red.all(ew.isnan(a), axis, keepdims=keepdims)
         return ew.elementwise(f"nan{op}", checked_index, index, all_nan, dtype=index.dtype)
 
     reduce.__name__ = f"nan{op}"
     reduce.__doc__ = f"numpy.nan{op}: the index of the {op[3:]} ignoring NaNs (ValueError on an all-NaN slice)."
-    return reduce
+    return red.with_out(reduce)
 
 
 def checked_index(index, all_nan):

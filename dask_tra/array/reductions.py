@@ -20,6 +20,7 @@ otherwise a Transform squeezes the reduced chunk axes.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..tra.vjp import register_partials
 from .elementwise import astype, elementwise, isnan, logical_not, not_equal
 from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, along, dtype_of, npx
 from .creation import asarray
+from .methods import handle_out
 from .rechunk import even_chunks, rechunk_axes
 from .relations import axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap
 
@@ -58,9 +60,19 @@ def reduction(x, axis, keepdims, init, merge, final=None, start=None, extra=None
     return wrap(expr, x, extra=extra)
 
 
+def with_out(reduce):
+    """``reduce`` taking dask.array's ``out=``: a RelArray of the result's shape, rebound to it."""
+
+    @functools.wraps(reduce)
+    def reducing(*args, out=None, **kwargs):
+        return handle_out(out, reduce(*args, **kwargs))
+
+    return reducing
+
+
 def _no_out(out, kw=None):
-    if out is not None:
-        raise TypeError("out= is not supported by dask_tra arrays (they are immutable)")
+    if out is not None:  # given by position: out= (with_out) is the supported form
+        raise TypeError("out= must be passed by keyword")
     if kw:
         raise TypeError(f"unsupported arguments {sorted(kw)} (where=, initial= are not supported)")
 
@@ -76,7 +88,7 @@ def _simple(op, merge, dtype_of):
 
     reduce.__name__ = op
     reduce.__doc__ = f"{op} over ``axis`` (None: all), like numpy.{op}."
-    return reduce
+    return with_out(reduce)
 
 
 def _sum_dtype(dt, dtype):
@@ -111,6 +123,7 @@ def _acc_dtype(dt):
     return np.dtype(np.float64) if dt.kind in "biu" else (np.dtype(np.float32) if dt == np.float16 else dt)
 
 
+@with_out
 def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kw):
     _no_out(out, kw)
     a = asarray(a)
@@ -131,6 +144,7 @@ def quiet_divide(s, n):
 register_partials(quiet_divide, DIVIDE_PARTIALS)
 
 
+@with_out
 def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
     """numpy.nanmean: the sum of the non-NaN elements (accumulated as ``mean`` does) over their
     count, in NumPy's result dtype (the input's for inexact inputs, float64 for integers)."""
@@ -189,6 +203,7 @@ def _without_first_axis(frontier, ax):
 moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
 
 
+@with_out
 def var(
     a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, _root=False, **kw
 ):
@@ -283,7 +298,7 @@ def _arg(op):
         return reduction(a, axis, keepdims, None, _arg_merge(op), final, start=start, extra=P.sources)
 
     reduce.__name__ = op
-    return reduce
+    return with_out(reduce)
 
 
 argmin = _arg("argmin")
@@ -321,7 +336,7 @@ def _scan(op):
 
     scan.__name__ = op
     scan.__doc__ = f"numpy.{op} along ``axis`` (None: of the flattened array)."
-    return scan
+    return with_out(scan)
 
 
 def _scan_chunk(op, axis, dt, c):
