@@ -396,7 +396,7 @@ class ArrayMethods:
         return _da().ravel(self)
 
     def nonzero(self):
-        raise NotImplementedError("nonzero has a data-dependent shape; it is not supported")
+        return _da().nonzero(self)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or np.ndim(axes[0]) == 1):
