@@ -100,11 +100,20 @@ def axes_of(axis, ndim) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes (numpy's AxisError)."""
     if axis is None:
         return tuple(range(ndim))
+    for a in axis if isinstance(axis, (tuple, list)) else (axis,):
+        _check_axis(a)
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
 def axis_of(axis, ndim) -> int:
+    _check_axis(axis)
     return normalize_axis_index(axis, ndim)
+
+
+def _check_axis(a):
+    """NumPy's TypeError for an axis that is not an integer (``axis=1.5``)."""
+    if isinstance(a, bool) or not isinstance(a, numbers.Integral):
+        raise TypeError(f"'{type(a).__name__}' object cannot be interpreted as an integer (axis={a!r})")
 
 
 def rekey(expr, positions):
