@@ -161,11 +161,7 @@ def test_masked_arrays_raise_instead_of_dropping_the_mask(make):
         (lambda x: da.from_array(MASKED, chunks=(2, 3)), lambda x: MASKED),
         (lambda x: da.asarray(MASKED), lambda x: MASKED),
         (lambda x: da.array(MASKED, ndmin=2), lambda x: MASKED[None]),
-        pytest.param(
-            lambda x: da.concatenate([x, MASKED]),
-            lambda x: np.ma.concatenate([x, MASKED]),
-            marks=pytest.mark.xfail(strict=True, reason="blocks merged by dask/emit.py's _concat lose the mask"),
-        ),
+        (lambda x: da.concatenate([x, MASKED]), lambda x: np.ma.concatenate([x, MASKED])),
         (lambda x: da.stack([x, MASKED]), lambda x: np.ma.stack([x, MASKED])),
     ],
 )

@@ -196,14 +196,6 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     if isinstance(chunks, dict):
         chunks = {axis_of(a, x.ndim): c for a, c in chunks.items()}
         chunks = tuple(chunks.get(i, x.chunks[i]) for i in range(x.ndim))
-    if (
-        isinstance(chunks, (tuple, list))
-        and x.ndim == 1
-        and len(chunks) > 1
-        and all(isinstance(c, Integral) for c in chunks)
-        and sum(chunks) == x.shape[0]
-    ):
-        chunks = (tuple(chunks),)  # a 1-d array's block sizes, given flat (dask's normalize_chunks)
     if isinstance(chunks, (tuple, list)):
         if len(chunks) > x.ndim:
             chunks = tuple(chunks)[: x.ndim]  # dask zips the entries with the axes: extra ones are ignored

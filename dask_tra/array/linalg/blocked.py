@@ -98,6 +98,15 @@ def _cholesky_lower(a):
     return _assemble(_cholesky_panels(a), a.chunks[0], 1)
 
 
+def _one_block(x):
+    """``x`` (a diagonal block, maybe with empty blocks before it: a full slice keeps empty
+    blocks, as dask's does) without its empty blocks: one block along each axis."""
+    keep = tuple([i for i, c in enumerate(cs) if c] or [0] for cs in x.chunks)
+    if all(len(k) == len(cs) for k, cs in zip(keep, x.chunks)):
+        return x
+    return x.blocks[np.ix_(*keep)] if x.ndim > 1 else x.blocks[keep[0]]
+
+
 def _cholesky_panels(a):
     """Block columns of the lower factor, blocks above the diagonal empty (the diagonal
     block is L_jj up to rounding above its diagonal)."""
@@ -108,7 +117,7 @@ def _cholesky_panels(a):
         for k, pk in enumerate(panels):
             head = pk[o[j] - o[k] : o[j + 1] - o[k]]
             s = s - from_diagonal(pk, j) @ head.conj().T
-        ljj = transform(s[: o[j + 1] - o[j]], Cholesky(a.dtype))
+        ljj = transform(_one_block(s[: o[j + 1] - o[j]]), Cholesky(a.dtype))
         panels.append(_join_single(s, ljj, 1, TrsmRight(s.dtype)))
     return panels
 
@@ -128,7 +137,7 @@ def _lu_panels(a):
             lk, uk = lcols[k], urows[k]
             col = col - from_diagonal(lk, j) @ uk[:, o[j] - o[k] : o[j + 1] - o[k]]
             row = row - lk[o[j] - o[k] : o[j + 1] - o[k]] @ place(uk, 1, right, [0] * p)
-        pack = transform(col[: o[j + 1] - o[j]], LUPack(a.dtype))
+        pack = transform(_one_block(col[: o[j + 1] - o[j]]), LUPack(a.dtype))
         packs.append(pack)
         lcols.append(_join_single(col, pack, 1, LUApply(a.dtype, "right")))
         urows.append(_join_single(row, pack, 0, LUApply(a.dtype, "left")))
@@ -151,6 +160,7 @@ def lu(a):
 
 def _join_single(x, block, dim, kernel):
     """``Join(x, block)`` of every block of x with the single ``block``, on x's key dim ``dim``."""
+    block = _one_block(block)
     expr = Join(x.expr, block.expr, [dim], [0], kernel)
     return wrap(rekey(expr, list(range(x.ndim))), x, block)
 
