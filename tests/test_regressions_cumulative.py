@@ -144,3 +144,38 @@ def test_nanvar_keeps_numpys_nan_for_inf_and_for_too_few_elements(name, values, 
         got = getattr(da, name)(da.from_array(a, chunks=1), ddof=ddof).compute()
         expected = getattr(np, name)(a, ddof=ddof)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dt", ["i4", "u1", "f4", "c8"])
+@pytest.mark.parametrize("dtype", ["i8", "f8", "f4"])
+@pytest.mark.parametrize("func", ["var", "std"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_var_and_std_with_dtype_are_numpys(dt, dtype, func, axis):
+    """NumPy accumulates in ``dtype`` and casts each quotient to it (``var(arange(5), dtype="i8")``
+    is 2; complex data with a real dtype keeps only the real parts in the mean)."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 9, (7, 5)) + (1j * rng.integers(0, 9, (7, 5)) if dt == "c8" else 0)
+    x = x.astype(dt) if dt != "c8" else x.astype(np.complex64)
+    a = da.from_array(x, chunks=((3, 4), (2, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = getattr(np, func)(x, axis=axis, dtype=dtype)
+        except TypeError:
+            with pytest.raises(TypeError, match="Cannot cast ufunc 'sqrt'"):
+                getattr(da, func)(a, axis=axis, dtype=dtype)
+            return
+        got = getattr(da, func)(a, axis=axis, dtype=dtype).compute()
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_masked_scans_keep_numpy_ma_masks_across_blocks():
+    x = np.random.default_rng(0).random((20, 24, 13))
+    mx = np.ma.masked_greater(x, 0.4)
+    dmx = da.ma.masked_greater(da.from_array(x, chunks=(6, 5, 4)), 0.4)
+    for axis in (0, 1, 2, None):
+        for f in ("cumsum", "cumprod"):
+            got, want = getattr(dmx, f)(axis=axis).compute(), getattr(mx, f)(axis=axis)
+            np.testing.assert_array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(want))
+            np.testing.assert_allclose(np.ma.filled(got, 0), np.ma.filled(want, 0))

@@ -20,6 +20,7 @@ otherwise a Transform squeezes the reduced chunk axes.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 
@@ -210,10 +211,30 @@ def var(
     _no_out(out, kw)
     a = asarray(a)
     ddof = correction if correction is not None else ddof
+    if dtype is not None and (np.dtype(dtype).kind in "biu" or (a.dtype.kind == "c" and np.dtype(dtype).kind != "c")):
+        return _variance_in(a, axis, np.dtype(dtype), keepdims, ddof, _root)
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
     res = np.var(np.ones(2, a.dtype), dtype=dtype).dtype
     final = Fn("std" if _root else "var", Bound(_variance, ddof, _root, res), axes=_without_first_axis, dtype=res)
     return reduction(a, axis, keepdims, lambda axes: _moments_init(axes, acc), moments_merge, final)
+
+
+def _variance_in(a, axis, dtype, keepdims, ddof, root):
+    """NumPy's own two-pass variance for a ``dtype`` that is integer, or real for complex data:
+    the mean and the sum of squares are accumulated in ``dtype`` and each quotient is cast to it
+    (``var(arange(5), dtype="i8")`` is 2; complex data summed as real keeps only real parts)."""
+    from .elementwise import conj, real, sqrt, subtract, true_divide
+
+    n = _count(a, axis)
+    mean = astype(true_divide(sum(a, axis, dtype=dtype, keepdims=True), n), dtype)
+    d = subtract(a, mean)
+    sq = real(d * conj(d)) if d.dtype.kind == "c" else d * d
+    v = astype(true_divide(sum(sq, axis, dtype=dtype, keepdims=keepdims), builtins.max(n - ddof, 0)), dtype)
+    if root and dtype.kind in "biu" and v.ndim:  # NumPy's sqrt into an integer array
+        raise TypeError(
+            f"Cannot cast ufunc 'sqrt' output from dtype('float64') to dtype('{dtype}') with casting rule 'same_kind'"
+        )
+    return astype(sqrt(v), dtype) if root else v
 
 
 def _variance(ddof, root, res, s):
@@ -351,7 +372,11 @@ def _identity(op, dt):
 
 
 def _last_slab(op, axis, c):
-    """The last slab of a block's local scan along ``axis`` (its total); the identity if empty."""
+    """The last slab of a block's local scan along ``axis`` (its total); the identity if empty.
+    A masked scan's data is the running total at masked places too (numpy.ma scans a masked
+    element as the identity), so the carry is that data, unmasked: a masked last element must
+    not mask the blocks after it."""
+    c = np.ma.getdata(c) if masked.is_masked(c) else c
     n = c.shape[axis]
     if n == 0:
         shape = tuple(1 if d == axis else s for d, s in enumerate(c.shape))
