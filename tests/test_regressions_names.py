@@ -84,3 +84,21 @@ def test_a_deep_chain_is_named(data):
         z = z + 1
     assert y.name == z.name
     np.testing.assert_allclose(y.compute(), data + 1000)
+
+
+def test_from_array_name_names_the_array_never_the_input(tmp_path):
+    x = np.arange(10.0)
+    a, b = da.from_array(x, chunks=3, name="x"), da.from_array(x + 1, chunks=3, name="x")
+    assert a.name == b.name == "x"
+    np.testing.assert_array_equal((a + b).compute(), 2 * x + 1)  # two inputs, though one name
+    assert da.from_array(x, name=False).name != da.from_array(x, name=False).name
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f["a"], f["b"] = x, 10 * x
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        u, v = da.from_array(f["a"], chunks=4, name="same"), da.from_array(f["b"], chunks=4, name="same")
+        np.testing.assert_array_equal((u + v).compute(), 11 * x)
+
+
+def test_repr_names_the_chunk_type():
+    assert "chunktype=numpy.ndarray" in repr(da.ones((4, 4), chunks=2))

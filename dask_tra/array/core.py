@@ -127,9 +127,11 @@ class RelArray(ArrayMethods, DaskCollection):
 
     def __repr__(self):
         ops = sum(1 for n in self.expr.walk() if n.children)
+        meta = type(self._meta)
         return (
             f"dask_tra.RelArray<{self.name}, shape={self.shape}, dtype={self.dtype}, "
-            f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, tra_ops={ops}>"
+            f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, "
+            f"chunktype={meta.__module__.split('.')[0]}.{meta.__name__}, tra_ops={ops}>"
         )
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
-from .lazy import from_lazy, is_lazy
+from .lazy import user_name, from_lazy, is_lazy
 from .rechunk import rechunk
 from ..tra import Transform
 from .kernels import Reshape
@@ -57,7 +57,7 @@ def _from_array(x, chunks="auto", name=None, copy=True, **kwargs):
     elif copy and is_arraylike(x) and hasattr(x, "copy"):
         x = x.copy()  # dask.array's rule: later changes to x are not seen
     dtype = check_dtype(backends.numpy_dtype(x.dtype))  # torch.float32 -> float32
-    return wrap_source(ArraySource(x, auto_chunks(chunks, tuple(x.shape), dtype)))
+    return wrap_source(ArraySource(x, auto_chunks(chunks, tuple(x.shape), dtype)), name=user_name(name))
 
 
 def from_dask(x):

@@ -289,7 +289,9 @@ def from_lazy(x, chunks, name=None, lock=False):
         from dask.utils import SerializableLock
 
         lock = SerializableLock()
-    return wrap_source(LazyArraySource(handle(x), chunks, name=name, lock=lock or None))
+    # the user's name is the array's; the input keeps its own (two arrays given one name must
+    # never share an input)
+    return wrap_source(LazyArraySource(handle(x), chunks, lock=lock or None), name=user_name(name))
 
 
 def _regular(chunks, shape):
@@ -360,3 +362,10 @@ def _shift(kind, v, n, lo, hi):
         return v[lo:hi]
     idx = np.asarray(v)
     return np.where(idx < 0, idx + n, idx) - lo if kind == "array" else (v + n if v < 0 else v) - lo
+
+
+def user_name(name):
+    """dask's ``name=``: a string names the array, False a random name, None the token."""
+    from ..dask.sources import fresh_name
+
+    return fresh_name("array") if name is False else (name or None)
