@@ -286,3 +286,11 @@ def test_read_signature_examples():
     assert read_signature("(i)->(),()") == ([("i",)], [(), ()])
     with pytest.raises(ValueError, match="not a valid gufunc signature: \\(i\\)->"):
         read_signature("(i) ->")
+
+
+def test_blockwise_output_index_errors_name_the_index():
+    a = da.ones((20, 20), chunks=10)
+    with pytest.raises(ValueError, match=r"repeated elements not allowed in output index \('i', 'i'\)"):
+        da.blockwise(np.negative, "ii", a, "ij", dtype=a.dtype)
+    with pytest.raises(ValueError, match="unknown dimension 'k'"):
+        da.blockwise(np.negative, "jk", a, "ij", dtype=a.dtype)

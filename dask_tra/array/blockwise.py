@@ -325,6 +325,8 @@ def blockwise(
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
     func, args, kwargs = _lift_lazy(func, args, kwargs)
     out_ind = tuple(out_ind)
+    if len(set(out_ind)) != len(out_ind):
+        raise ValueError(f"blockwise: repeated elements not allowed in output index {out_ind!r}")
     new_axes = dict(new_axes or {})
     pairs = []
     for value, ind in zip(args[::2], args[1::2]):
@@ -364,7 +366,9 @@ def blockwise(
             if any(l in ind for _, _, ind in arrays):
                 unified[l] = (1,)  # every array broadcasts along it
             else:
-                raise ValueError(f"blockwise: output index {l!r} is in no array and not in new_axes")
+                raise ValueError(
+                    f"blockwise: unknown dimension {l!r} in the output index: in no input array and not in new_axes"
+                )
     parts, extra, infos, sources = [], {}, [], []
     for pos, a, ind in arrays:
         target = {
