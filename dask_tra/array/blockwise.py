@@ -325,8 +325,6 @@ def blockwise(
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
     func, args, kwargs = _lift_lazy(func, args, kwargs)
     out_ind = tuple(out_ind)
-    if len(set(out_ind)) != len(out_ind):
-        raise ValueError(f"blockwise: repeated elements not allowed in output index {out_ind!r}")
     new_axes = dict(new_axes or {})
     pairs = []
     for value, ind in zip(args[::2], args[1::2]):
