@@ -253,41 +253,6 @@ def test_map_blocks_and_overlap_on_a_cluster(client, a):
          d.map_overlap(laplace, depth=2, boundary="periodic").sum(axis=0))
 
 
-SIGNATURES = ["(i,j),(j,k)->(i,k)", "()->()", "(i)->(),()", "(i),(i)->()", "(i)->(i,j)", "(),()->()",
-              " ( i , j ) -> ( j ) ", "(n_1,m2)->(n_1)", "(i j)->()", "(é)->()", "(i),(),(k,l,m)->(k),(),()"]
-BAD_SIGNATURES = ["", "()", "(i)", "(i)->", "->()", "(i,)->()", "(,)->()", "(i)(j)->()", "(i),->()",
-                  "(i)->(j", "i->j", "((i))->()", "(i)->()->()", "(i?)->()", "(i)=>()", "[i]->()"]
-
-
-@pytest.mark.parametrize("signature", SIGNATURES + BAD_SIGNATURES)
-def test_read_signature_as_numpy(signature):
-    """The gufunc signature parser reads as NumPy's private one (imported here to compare only)."""
-    from numpy.lib._function_base_impl import _parse_gufunc_signature
-
-    from dask_tra.array.subscripts import read_signature
-
-    try:
-        expected = _parse_gufunc_signature(signature)
-    except ValueError as e:
-        assert signature in BAD_SIGNATURES
-        with pytest.raises(ValueError) as got:
-            read_signature(signature)
-        assert str(got.value) == str(e)
-    else:
-        assert signature in SIGNATURES
-        assert read_signature(signature) == expected
-
-
-def test_read_signature_examples():
-    from dask_tra.array.subscripts import read_signature
-
-    assert read_signature("(i,j),(j,k)->(i,k)") == ([("i", "j"), ("j", "k")], [("i", "k")])
-    assert read_signature("()->()") == ([()], [()])
-    assert read_signature("(i)->(),()") == ([("i",)], [(), ()])
-    with pytest.raises(ValueError, match="not a valid gufunc signature: \\(i\\)->"):
-        read_signature("(i) ->")
-
-
 def test_blockwise_an_unknown_output_index_is_named():
     a = da.ones((20, 20), chunks=10)
     with pytest.raises(ValueError, match="unknown dimension 'k'"):

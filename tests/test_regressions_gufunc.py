@@ -177,3 +177,26 @@ def test_fft_wrap_warns_for_scipy_fftpack():
         da.fft.fft_wrap(fftpack.fft)
     x = da.from_array(A, chunks=(3, 9))
     assert_eq(da.fft.fft_wrap(fftpack.fft, allow_fftpack=True)(x), np.fft.fft(A))
+
+
+SIGNATURES = ["(i,j),(j,k)->(i,k)", "()->()", "(i)->(),()", "(i),(i)->()", "(i)->(i,j)", "(),()->()",
+              " ( i , j ) -> ( j ) ", "(n_1,m2)->(n_1)", "->()", "(i),(),(k,l,m)->(k),(),()"]
+BAD_SIGNATURES = ["", "()", "(i)", "(i)->", "(i)->(i),", "(i)(j)->()", "(i)->(j", "i->j", "((i))->()", "(i)->()->()",
+                  "(i?)->()", "(i)=>()", "[i]->()"]
+
+
+@pytest.mark.parametrize("signature", SIGNATURES + BAD_SIGNATURES)
+def test_gufunc_signatures_are_read_as_dask_reads_them(signature):
+    from dask.array.gufunc import _parse_gufunc_signature as dasks
+
+    from dask_tra.array.gufuncs import _parse_gufunc_signature as ours
+
+    try:
+        expected = dasks(signature)
+    except ValueError:
+        assert signature in BAD_SIGNATURES
+        with pytest.raises(ValueError, match="Not a valid gufunc signature"):
+            ours(signature)
+    else:
+        assert signature in SIGNATURES
+        assert ours(signature) == expected

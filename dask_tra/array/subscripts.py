@@ -5,14 +5,10 @@ Einsum subscripts: explicit or implicit output, ``...`` broadcasting.
 letters with its ellipsis spelled out by letters not used elsewhere (right-aligned, so the
 longest ellipsis sets the output's), and the output: after ``->``, or else the ellipsis then
 the letters used once, sorted (NumPy's implicit mode).
-
-Generalized-ufunc signatures: ``read_signature("(i,j),(j,k)->(i,k)")`` gives
-``([("i", "j"), ("j", "k")], [("i", "k")])``, the core dimensions of every input and output.
 """
 
 from __future__ import annotations
 
-import re
 import string
 
 LETTERS = string.ascii_letters  # NumPy's einsum symbols: a-z then A-Z
@@ -74,22 +70,3 @@ def _spell_ellipses(ins, ndims, subscripts):
     letters = "".join(unused[:longest])
     spelled = [sub.replace("...", letters[longest - w :]) if "." in sub else sub for sub, w in zip(ins, widths)]
     return spelled, letters
-
-
-_DIM = r"\w+"  # a core dimension's name
-_ARG = rf"\((?:{_DIM}(?:,{_DIM})*)?\)"  # one argument: "(i,j)", or "()" for a scalar
-_ARGS = rf"{_ARG}(?:,{_ARG})*"
-_SIGNATURE = re.compile(rf"{_ARGS}->{_ARGS}")
-
-
-def read_signature(signature: str) -> tuple[list, list]:
-    """(core dimensions of each input, of each output) of a generalized-ufunc signature, as
-    NumPy reads it: whitespace is ignored, ``"()->()"`` has one scalar input and output,
-    ``"(i)->(),()"`` two outputs. ValueError (NumPy's message) for a malformed signature."""
-    s = re.sub(r"\s+", "", signature)
-    if not _SIGNATURE.fullmatch(s):
-        raise ValueError(f"not a valid gufunc signature: {s}")
-    ins, outs = s.split("->")
-    return [tuple(re.findall(_DIM, a)) for a in re.findall(_ARG, ins)], [
-        tuple(re.findall(_DIM, a)) for a in re.findall(_ARG, outs)
-    ]
