@@ -68,3 +68,18 @@ def test_reduction_out_of_another_shape_raises_and_leaves_it():
     with pytest.raises(ValueError, match="Mismatched shapes"):
         da.ones((10, 10), chunks=4).sum(axis=0, out=x)
     np.testing.assert_array_equal(x.compute(), np.arange(7))
+
+
+@pytest.mark.parametrize("func", [np.median, np.nanmedian, da.median])
+def test_order_statistic_out_rebinds_the_array(func):
+    a = np.random.default_rng(2).random((6, 5))
+    x = da.zeros(5, chunks=2)
+    assert func(da.from_array(a, chunks=3), axis=0, out=x) is x
+    np.testing.assert_allclose(x.compute(), np.median(a, axis=0))
+
+
+def test_quantile_out_rebinds_the_array():
+    a = np.random.default_rng(3).random((6, 5))
+    x = da.zeros(5, chunks=2)
+    da.nanquantile(da.from_array(a, chunks=3), 0.3, axis=0, out=x)
+    np.testing.assert_allclose(x.compute(), np.nanquantile(a, 0.3, axis=0))

@@ -27,6 +27,7 @@ import numpy as np
 
 from .blockwise import blockwise
 from .creation import asarray
+from .reductions import _no_out, with_out
 from .relations import axes_of, is_array
 
 _NUMPY = {
@@ -127,18 +128,21 @@ def _reduce(fn, a, q, axis, method, keepdims, weights=None):
     )
 
 
+@with_out
 def median(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     """numpy.median along ``axis`` (None: all)."""
     _no_out(out)
     return _reduce("median", a, None, axis, None, keepdims)
 
 
+@with_out
 def nanmedian(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     """numpy.nanmedian along ``axis`` (None: all)."""
     _no_out(out)
     return _reduce("nanmedian", a, None, axis, None, keepdims)
 
 
+@with_out
 def quantile(
     a,
     q,
@@ -156,6 +160,7 @@ def quantile(
     return _reduce("quantile", a, q, axis, interpolation or method, keepdims, weights)
 
 
+@with_out
 def nanquantile(
     a,
     q,
@@ -176,6 +181,7 @@ def nanquantile(
 _INTERNAL_METHODS = ("default", "dask", "tdigest")
 
 
+@with_out
 def percentile(
     a,
     q,
@@ -207,6 +213,7 @@ def percentile(
     return _reduce("percentile", a, q, axis, interpolation or method, keepdims, weights)
 
 
+@with_out
 def nanpercentile(
     a,
     q,
@@ -222,11 +229,6 @@ def nanpercentile(
     """numpy.nanpercentile (``q`` in [0, 100])."""
     _no_out(out)
     return _reduce("nanpercentile", a, q, axis, interpolation or method, keepdims, weights)
-
-
-def _no_out(out):
-    if out is not None:
-        raise TypeError("out= is not supported by dask_tra arrays (they are immutable)")
 
 
 __all__ = ["median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile"]
