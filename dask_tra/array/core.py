@@ -31,7 +31,7 @@ class RelArray(ArrayMethods, DaskCollection):
             raise TRAError(f"{expr.describe()} does not hold an array (chunk axis i must follow key dim i)")
         self._dense, extra = densify(expr, sources)
         self.sparse_expr = expr
-        needed = {n.name for e in (expr, self.expr) for n in e.walk() if not n.children and hasattr(n, "name")}
+        needed = {n.name for n in expr.leaves | self.expr.leaves}  # kept on the nodes: no walk per operation
         self.sources = {k: v for k, v in {**sources, **extra}.items() if k in needed}
         self.name = name or array_name(expr)
         self.chunks = chunks

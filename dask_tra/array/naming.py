@@ -16,6 +16,8 @@ import hashlib
 
 from dask.base import tokenize
 
+from ..tra.dag import cached
+
 _ATTR = "_dask_tra_token"
 
 
@@ -32,22 +34,14 @@ def _own(node) -> str:
 
 def expr_token(expr) -> str:
     """The node's token (and every new node's below it), iteratively; shared nodes once."""
-    stack = [expr]
-    while stack:
-        node = stack[-1]
-        if _ATTR in node.__dict__:
-            stack.pop()
-            continue
-        todo = [c for c in node.children if _ATTR not in c.__dict__]
-        if todo:
-            stack.extend(todo)
-            continue
-        h = hashlib.blake2b(_own(node).encode(), digest_size=16)
-        for c in node.children:
-            h.update(c.__dict__[_ATTR].encode())
-        node.__dict__[_ATTR] = h.hexdigest()
-        stack.pop()
-    return expr.__dict__[_ATTR]
+    return cached(expr, _ATTR, _token)
+
+
+def _token(node, child_tokens: list) -> str:
+    h = hashlib.blake2b(_own(node).encode(), digest_size=16)
+    for token in child_tokens:
+        h.update(token.encode())
+    return h.hexdigest()
 
 
 _PLUMBING = ("ReKey", "Filter", "Tile", "Aggregate")

@@ -20,6 +20,7 @@ from dask.task_spec import Task
 from ..dask.emit import Pins
 from ..dask.sources import Source, full_chunk
 from ..tra import Aggregate, Concat, Filter, Input, Join, ReKey, Tile, Transform
+from ..tra.dag import fill
 from ..tra.expr import Expr
 from ..tra.tasks import Data
 
@@ -97,30 +98,30 @@ _REBUILD = {
 
 
 def has_holes(expr: Expr) -> bool:
-    """True when ``expr`` reads a block-sparse input."""
-    return any(isinstance(n, Input) and n.type.keys is not None for n in expr.walk())
+    """True when ``expr`` reads a block-sparse input (kept on the node: ``Expr.holes``)."""
+    return expr.holes
 
 
 def densify(expr: Expr, sources: dict) -> tuple[Expr, dict]:
     """(the dense view of ``expr``, the zero-filled sources it reads): every block-sparse input
-    replaced by its zero-filled version, the operators above rebuilt over them."""
-    if not has_holes(expr):
+    replaced by its zero-filled version, the operators above rebuilt over them. A node without
+    holes is its own view and a node seen before keeps its view, so only the new nodes are
+    visited (children first, iteratively): an operation costs its own node, however deep."""
+    if not expr.holes:
         return expr, {}
+
+    def view(node: Expr) -> None:
+        if isinstance(node, Input):
+            _DENSE[node] = _zero_filled(sources[node.name]).input
+        else:  # a child with holes has a view of its own, so the node is rebuilt
+            _DENSE[node] = _REBUILD[type(node)](node, *(_DENSE[c] if c.holes else c for c in node.children))
+
+    fill(expr, lambda node: not node.holes or node in _DENSE, view)
     extra = {}
-    for node in expr.walk():  # children first
-        if node in _DENSE:
-            dense = _DENSE[node]
-        elif isinstance(node, Input):
-            dense = node
-            if node.type.keys is not None:
-                dense = _zero_filled(sources[node.name]).input
-        else:
-            kids = [_DENSE[c] for c in node.children]
-            same = all(a is b for a, b in zip(kids, node.children))
-            dense = node if same else _REBUILD[type(node)](node, *kids)
-        _DENSE[node] = dense
-        if isinstance(node, Input) and dense is not node:
-            extra[dense.name] = _zero_filled(sources[node.name])
+    for leaf in expr.leaves:
+        if leaf.holes:
+            filled = _zero_filled(sources[leaf.name])
+            extra[filled.input.name] = filled
     return _DENSE[expr], extra
 
 

@@ -9,7 +9,7 @@ of the tree it unfolds to.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 
 def walk(root: Any) -> list:
@@ -32,6 +32,38 @@ def walk_many(roots: Iterable[Any]) -> list:
         stack.append((node, True))
         stack.extend((c, False) for c in reversed(node.children) if id(c) not in seen)
     return order
+
+
+def fill(root: Any, done: Callable[[Any], bool], compute: Callable[[Any], None]) -> None:
+    """``compute(node)`` for ``root`` and every node below it that is not ``done``, children
+    first, each once, iteratively; nothing below a ``done`` node is entered. ``compute`` must
+    leave its node ``done`` (it records a fact about it)."""
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if done(node):
+            stack.pop()
+            continue
+        todo = [c for c in node.children if not done(c)]
+        if todo:
+            stack.extend(todo)
+            continue
+        compute(node)
+        stack.pop()
+
+
+def cached(root: Any, attr: str, compute: Callable[[Any, list], Any]) -> Any:
+    """A fact of ``root`` kept on its nodes: ``compute(node, [the children's facts])`` for
+    ``root`` and every node below it that lacks ``attr``, stored there (``fill``). A node built
+    over children that have it costs one call, however deep the DAG: facts are computed once
+    per node, as it is first asked for, never by walking what is below it again; nodes are
+    immutable, so a fact never goes stale."""
+
+    def store(node: Any) -> None:
+        node.__dict__[attr] = compute(node, [c.__dict__[attr] for c in node.children])
+
+    fill(root, lambda node: attr in node.__dict__, store)
+    return root.__dict__[attr]
 
 
 def shared_nodes(order: Iterable[Any]) -> set:

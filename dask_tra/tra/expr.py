@@ -17,7 +17,7 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from .dag import render, walk
+from .dag import cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Kernel
 from .keyfuncs import KeyMap, KeyPred
@@ -40,6 +40,19 @@ class Expr:
     def __repr__(self) -> str:
         return render(self)
 
+    @property
+    def leaves(self) -> frozenset[Expr]:
+        """The leaves (Inputs) the DAG below this node reads. Kept on each node
+        (``dag.cached``): an operator's is made from its children's, never by a walk, and a node
+        with one child, or whose children read the same leaves, shares its child's set."""
+        return cast(frozenset, cached(self, "_leaves", _leaves))
+
+    @property
+    def holes(self) -> bool:
+        """True when the node reads a block-sparse input (an Input with an explicit key set);
+        kept on each node, as ``leaves``."""
+        return cast(bool, cached(self, "_holes", _holes))
+
     def _fail(self, exc_type: builtins.type[Exception], msg: str) -> NoReturn:
         raise exc_type(f"{self.describe()}: {msg}")
 
@@ -47,6 +60,18 @@ class Expr:
         """Refuse an input with holes, unless a missing (all-zero) block may be ``skippable``."""
         if not skippable:
             child.type.require_continuity(self.describe(), child.describe())
+
+
+def _leaves(node: Expr, kids: list[frozenset[Expr]]) -> frozenset[Expr]:
+    if not kids:
+        return frozenset((node,))
+    big = max(kids, key=len)
+    rest = [k for k in kids if k is not big]
+    return big if all(k <= big for k in rest) else big.union(*rest)
+
+
+def _holes(node: Expr, kids: list[bool]) -> bool:
+    return any(kids) if kids else node.type.keys is not None
 
 
 def _key_set(keys: set[tuple[int, ...]], frontier: tuple[int, ...]) -> frozenset[tuple[int, ...]] | None:
