@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 _ACTIVE: list = []
 
 
@@ -11,7 +13,7 @@ def register(explain, computed=False, owner=None, outputs=()):
     collection: dask asks a collection for its graph several times per compute, and if the
     cluster changed in between (a replica dropped, a worker gone) it plans again; only the
     last graph runs, so its report replaces the owner's earlier one. ``outputs``: the key names
-    of the collection's result blocks (named after the array, not ``tra-``: they are a plan's)."""
+    of the collection's result blocks (named after the array: they are a plan's too)."""
     for m in _ACTIVE:
         m.outputs.update(outputs)
         if owner is not None and not computed:
@@ -43,16 +45,16 @@ class measure:
     from the workers' incoming transfer logs) and ``m.predicted_bytes`` (the plans built
     inside, plus, for arrays computed, dask's gathering of the result blocks on one worker).
 
-    ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names not
-    starting ``tra-``, other than the computed arrays' result blocks): transfers inside a
+    ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names that
+    are not a plan task's, ``emit.is_plan_name``, nor the computed arrays' result blocks): transfers inside a
     wrapped dask.array's own graph (e.g.
     ``da.from_array``'s one key holding the whole array, sent to every worker that cuts a
     block, or a lazy block behind further work, made once and fetched by a second site that
     reads it) or other work running at the same time. ``m.plan_bytes`` is the rest: what the
     plans moved, the number ``predicted_bytes`` predicts.
 
-    Each RelArray's ``explain()`` shows the measured bytes too when it was the only plan
-    computed in the block.
+    ``m.seconds``: the block's wall time. Each RelArray's ``explain()`` shows the measured bytes
+    and time too when it was the only plan computed in the block.
     """
 
     def __init__(self, client=None):
@@ -62,8 +64,9 @@ class measure:
         self.owned = {}  # collection name -> the report of its last graph
         self.bytes_moved = None
         self.other_bytes = None
+        self.seconds = None
         self.reads = set()
-        self.outputs = set()  # names of result blocks' keys (a plan's, though not ``tra-``)
+        self.outputs = set()  # names of result blocks' keys (a plan's, though named after the array)
         self.complete = True
 
     @property
@@ -84,9 +87,11 @@ class measure:
             ensure_measured(self.client, tuple(sorted(self.workers)))
         self.marks = self.client.run(_log_mark)
         _ACTIVE.append(self)
+        self.started = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.started
         _ACTIVE.remove(self)
         # only the workers measured at the start (a worker that joined meanwhile has no mark;
         # one that left has taken its log with it: the measurement is then incomplete)
@@ -106,6 +111,7 @@ class measure:
         self.complete = all(r[1] for r in rows.values()) and set(rows) == set(self.marks)
         if len(self.explains) == 1:
             self.explains[0].measured_bytes = self.bytes_moved
+            self.explains[0].measured_seconds = self.seconds
         return False
 
     @property
@@ -147,8 +153,12 @@ def _incoming_since(marks, workers, reads, outputs, dask_worker):
 
 
 def _is_plan_key(key, outputs) -> bool:
+    """A plan's task (named by ``emit``: ``is_plan_name``), a result block, or a block dask_tra
+    placed itself (``tra-scattered-…``)."""
+    from .dask.emit import is_plan_name
+
     name = key[0] if isinstance(key, tuple) else key
-    return isinstance(name, str) and (name.startswith("tra-") or name in outputs)
+    return isinstance(name, str) and (is_plan_name(name) or name.startswith("tra-") or name in outputs)
 
 
 __all__ = ["measure", "register"]

@@ -131,7 +131,7 @@ def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, *
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
     res = acc if dtype is not None or a.dtype.kind in "biu" else a.dtype
     n = _count(a, axis)
-    final = ElementwiseOp(f"divide[{n}]", Op(quiet_divide), (ARRAY, n), res)
+    final = ElementwiseOp(f"mean[{n}]", Op(quiet_divide), (ARRAY, n), res)  # named so: plans and task names say mean
     return reduction(a, axis, keepdims, lambda axes: ReduceChunk("sum", axes, acc), K.add, final)
 
 

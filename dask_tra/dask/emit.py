@@ -22,11 +22,20 @@ still being made and every site receives its share throughout.
 The replicas the moves leave are the plan's: dask's active memory manager would drop those
 whose pinned readers are still waiting (see ``amm.py``, installed with the plan's client).
 
-Layer names are ``tra-<stage>-<token>``; stages are alphabetic and hyphenated so the
-dashboard groups tasks by stage (``key_split``). Fused tasks keep the consumer's name.
+Task names read on the dashboard (``task_name``): ``<operation>[-<stage>]-<token>-<step>``,
+the user's operation and the stage, in letters and hyphens, so dask's ``key_split`` (what the
+dashboard groups by) gives ``random_uniform``, ``matmul``, ``sum-partial``, ``sum-aggregate``,
+``mean-aggregate``, ``matmul-sum-partial`` (a product fused into the sum that reads it); at most
+``MAX_PREFIX`` characters, as the Progress panel shows them. A fused task is named after what
+it computes (``Naming.fused``), not only its consumer. The result blocks keep the collection's
+name. ``is_plan_name`` recognises these names (``diagnostics.measure`` counts their moves as
+the plan's).
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask._task_spec import GraphNode, convert_legacy_task
@@ -51,6 +60,7 @@ class Pins:
 
 
 def stage_name(node) -> str:
+    """The algebra's name of an IA node's stage (``explain(detail="algebra")``'s words)."""
     if isinstance(node, Placed):
         return "input-" + _alpha(node.input.name.split("-")[0])
     if isinstance(node, LocalJoin):
@@ -67,6 +77,140 @@ def _alpha(label: str) -> str:
     ``"multiply"``). Only a label: nothing reads an operation back from it."""
     words = "".join(c if "a" <= c <= "z" else " " for c in label.lower()).split()
     return "-".join(words) or "op"
+
+
+MAX_PREFIX = 20  # the dashboard's Progress panel cuts task prefixes after 20 characters
+_PLUMBING = {"rekey", "filter", "tile", "reshape", "squeeze", "expand_dims"}  # move no values
+_PLAN_NAME = re.compile(r"[a-z][a-z_]*(-[a-z]+)*-[0-9a-f]{16}-[0-9]+")
+
+
+def is_plan_name(name) -> bool:
+    """Whether a key name is one ``emit`` gives a plan's task (``<words>-<token>-<step>``)."""
+    return isinstance(name, str) and _PLAN_NAME.fullmatch(name) is not None
+
+
+def _word(label: str) -> str:
+    """An operation's word: the leading letters and underscores of a kernel or input name
+    (``"einsum[abc,a->bc]"`` -> ``"einsum"``, ``"random-uniform-7b2…"`` -> ``"random_uniform"``)."""
+    label = label.lower()
+    if "-" in label and "[" not in label:  # an input's name: its words before the token
+        words = []
+        for w in label.split("-"):
+            if not w.isalpha():
+                break
+            words.append(w)
+        label = "_".join(words)
+    m = re.match(r"[a-z_]*", label)
+    return (m.group(0).strip("_") if m else "") or "op"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one IA node's tasks do, in the dashboard's words: ``word`` (the operation),
+    ``stage`` ("partial": per block before a sum across blocks, "aggregate": that sum), and
+    ``role``: "input", "products" (block products), "join", "map", "aggregate", "plumbing"
+    (relabels or reshapes; named after what it reshapes)."""
+
+    word: str
+    stage: str = ""
+    role: str = "map"
+
+    def name(self) -> str:
+        return task_name([self])
+
+
+def task_name(steps) -> str:
+    """The name prefix of a task computing ``steps`` (inner first, its own last): the last
+    operation that computes something, with its stage (or the stage it finishes: a map right
+    after an aggregation is its end, ``mean-aggregate``), preceded by the block products fused
+    into it (``matmul-sum-partial``). Inputs and relabels count only when alone."""
+    real = [s for s in steps if s.role not in ("input", "plumbing")]
+    if not real:
+        real = [s for s in steps if s.role == "input"] or list(steps)
+    last = real[-1]
+    stage = last.stage
+    if not stage and last.role == "map" and len(real) > 1 and real[-2].role == "aggregate":
+        stage = real[-2].stage
+    words = [last.word]
+    prod = next((s.word for s in real if s.role == "products"), None)
+    if prod is not None and prod != last.word:
+        words.insert(0, prod)
+    tail = [stage] if stage else []
+    while len("-".join(words + tail)) > MAX_PREFIX and len(words) > 1:
+        words.pop(0)
+    if len(words) == 1:  # one word still too long: cut it
+        words = [words[0][: MAX_PREFIX - len("-".join(tail)) - len(tail)].rstrip("_") or "op"]
+    return "-".join(words + tail)
+
+
+class Naming:
+    """Each IA node's ``Step`` and the task names of a graph, before and after fusion."""
+
+    def __init__(self, walk, fused, products):
+        consumers: dict = {}
+        for n in walk:
+            for c in n.children:
+                consumers.setdefault(c.uid, []).append(n)
+        self.steps: dict = {}
+        for n in walk:  # children first
+            self.steps[n.uid] = self._step(n, consumers, fused, products)
+
+    def _feeds_aggregate(self, n, consumers) -> bool:
+        """Whether n's tuples are summed across blocks next (through moves and relabels)."""
+        stack, seen = [n], set()
+        while stack:
+            for c in consumers.get(stack.pop().uid, ()):
+                if c.uid in seen:
+                    continue
+                seen.add(c.uid)
+                if isinstance(c, LocalAggregate) and not isinstance(c.op, Concat):
+                    return True
+                if isinstance(c, (Broadcast, Shuffle, LocalFilter)) or (
+                    isinstance(c, LocalMap) and _word(c.op.label) in _PLUMBING
+                ):
+                    stack.append(c)
+        return False
+
+    def _below(self, n) -> Step:
+        """The step of what ``n`` reads, through moves and relabels."""
+        while isinstance(n, (Broadcast, Shuffle, LocalFilter)):
+            n = n.children[0]
+        return self.steps.get(n.uid, Step("op"))
+
+    def _step(self, n, consumers, fused, products) -> Step:
+        partial = "partial" if self._feeds_aggregate(n, consumers) else ""
+        if isinstance(n, Placed):
+            return Step(_word(n.input.name), role="input")
+        if isinstance(n, LocalJoin):
+            role = "products" if products.get(n.uid) else "join"
+            return Step(_word(n.op.kernel.name), partial, role)
+        if isinstance(n, LocalAggregate):
+            if isinstance(n.op, Concat):
+                return Step("concat", partial, "map")
+            below = self._below(n.children[0])
+            if n.uid in fused.values():  # a fold of the block products made in the same task
+                return Step(below.word, partial, "products")
+            return Step(below.word, "partial" if partial else "aggregate", "aggregate")
+        if isinstance(n, LocalMap):
+            word = _word(n.op.label)
+            if word in _PLUMBING:
+                return Step(self._below(n.child).word, self._below(n.child).stage, "plumbing")
+            return Step(word, partial, "map")
+        return Step(_alpha(n.kind).replace("-", "_"), partial, "plumbing")
+
+    def fused(self, tasks, members, names, exposed) -> dict:
+        """{old key: new key} for the tasks whose fused members name them otherwise than their
+        own node (``members``: task -> the keys computed inside it, its own last)."""
+        out = {}
+        for dk in tasks:
+            if dk in exposed or len(members.get(dk, ())) < 2:
+                continue
+            word = task_name([names[k[0]] for k in members[dk]])
+            old = dk[0]
+            new = word + old[len(names[old].name()) :]
+            if new != old:
+                out[dk] = (new,) + tuple(dk[1:])
+        return out
 
 
 def emit(roots, sources: dict, workers, token: str, output_names):
@@ -104,12 +248,14 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     for root, output_name in zip(roots, output_names):
         if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
             direct.setdefault(id(root), output_name)
+    naming = Naming(walk, fused, products)
+    names = {}  # task name -> its node's ``Step``
     for step, node in enumerate(walk):  # a node's place in the plan, not its uid: equal plans, equal keys
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
-        name = f"tra-{stage_name(node)}-{token}-{step}"
-        if node.uid in fused.values():
-            name = f"tra-{stage_name(node.child)}-{stage_name(node)[len('localagg-') :]}-{token}-{step}"
+        what = naming.steps[node.uid]
+        name = f"{what.name()}-{token}-{step}"
+        names[name] = what
         output_name = direct.get(id(node))
         if output_name is not None:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
@@ -176,8 +322,11 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
     held.update(home)
     tasks = g.fused(held)
+    rename = naming.fused(tasks, g.members, names, g.exposed)
+    if rename:
+        tasks = _renamed(tasks, rename, g)
     priority = turns(tasks, g.site, g.heavy) if workers is not None else None  # no pins, no workers to order
-    graph = _graph(tasks, g.site, external, ext_pins, f"tra-external-{token}", workers, priority)
+    graph = _graph(tasks, g.site, external, ext_pins, f"external-{token}", workers, priority)
     return graph, out_keys, reads - fetched, moves
 
 
@@ -264,6 +413,7 @@ class _Tasks:
         self.exposed = set()  # the outputs: they stay keys
         self.work = set()
         self.heavy: set = set()  # after ``fused``: the tasks computing block products
+        self.members: dict = {}  # after ``fused``: task -> the tasks inlined into it, itself last
 
     def add(self, dk, spec, refs, site, work=False):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
@@ -295,6 +445,7 @@ class _Tasks:
             if count.get(dk) == 1 and dk not in self.exposed and self.site[reader[dk]] == self.site[dk]
         }
         out, depth = {}, {}
+        self.members = {}  # task -> the tasks computed inside it, in order, itself last
         fetches, waits, late, work = {}, {}, {}, {}  # per task as emitted: reads a chunk on
         # another site; reads a task; reads a task made on another site or a late one; has products
         for dk, spec in self.spec.items():
@@ -313,6 +464,7 @@ class _Tasks:
                 if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
                     quiet.add(r)
             subs = {r: out.pop(r) for r in cands if r in quiet}
+            self.members[dk] = [m for r in subs for m in self.members.pop(r)] + [dk]
             depth[dk] = 1 + max((depth[r] for r in subs), default=0)
             own = [r for r in reads if r not in subs]
             fetches[dk] = any(fetches[r] for r in subs) or any(
@@ -330,6 +482,19 @@ class _Tasks:
             del self.site[dk]
         self.heavy = {dk for dk in out if work[dk]}
         return out
+
+
+def _renamed(tasks, rename, g) -> dict:
+    """``tasks`` with keys renamed (``rename``: old key -> new), in every reader too, and in
+    ``g``'s sites and heavy set."""
+    out = {}
+    for dk, spec in tasks.items():
+        subs = {d: rename[d] for d in spec.dependencies if d in rename}
+        new = rename.get(dk)
+        out[new or dk] = spec.substitute(subs, key=new) if subs or new else spec
+    g.site = {rename.get(k, k): v for k, v in g.site.items()}
+    g.heavy = {rename.get(k, k) for k in g.heavy}
+    return out
 
 
 def _rekey(spec, key):
@@ -496,4 +661,4 @@ def _concat(axis, *chunks):
     return concat_chunks(chunks, axis)
 
 
-__all__ = ["emit", "Pins", "stage_name"]
+__all__ = ["emit", "Pins", "stage_name", "task_name", "is_plan_name"]
