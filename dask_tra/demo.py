@@ -14,12 +14,25 @@ SHAPES = {  # (I, K, J): the paper's general, common-large-dim and two-large-dim
 }
 
 
+LEGEND = """\
+strategy:   how the product is spread over the workers. "split 2×1×2": rows × summed axis × columns
+            cut into 2×1×2 pieces, one per worker (partial sums are added up where the summed axis
+            is cut); "co-partition": both inputs split on the summed axis, partial results summed
+            across workers; "broadcast": the smaller input sent to every worker.
+predicted:  bytes dask_tra's plan moves between workers, plus gathering the result on one worker
+            (explain(): "moves" plus "to gather the result").
+measured:   what the workers' transfer logs say they received, for the same computation.
+dask_tra, dask.array: wall time of the product; da moved: bytes dask.array moved for it."""
+
+
 def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     from distributed import Client, LocalCluster
 
+    from dask.utils import format_bytes
+
     import dask_tra as dt
     from .dask.rates import ensure_measured
-    from .optimizer.explain import fmt_bytes
+    from .optimizer.explain import short_strategy
 
     if scheduler:
         client, cluster = Client(scheduler), None
@@ -30,7 +43,7 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     ensure_measured(client)  # the one-off probe of the cluster (workers import dask_tra) is not a product's time
     print(f"dask_tra demo on {n} workers (dashboard: {client.dashboard_link})\n")
     header = (
-        f"{'shape':18s} {'I×K×J':>18s} {'strategy':>10s} {'predicted':>11s} {'measured':>11s} "
+        f"{'shape':18s} {'I×K×J':>18s} {'strategy':>13s} {'predicted':>11s} {'measured':>11s} "
         f"{'dask_tra':>9s} {'dask.array':>11s} {'da moved':>10s}"
     )
     print(header)
@@ -55,15 +68,12 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
             ok &= same
             op = z.explain().operators[0]
             print(
-                f"{name:18s} {f'{i}×{k}×{j}':>18s} {op.strategy:>10s} {fmt_bytes(m.predicted_bytes):>11s} "
-                f"{fmt_bytes(m.bytes_moved):>11s} {t_tra:8.2f}s {t_da:10.2f}s {fmt_bytes(md.bytes_moved):>10s}"
+                f"{name:18s} {f'{i}×{k}×{j}':>18s} {short_strategy(op.strategy):>13s} "
+                f"{format_bytes(m.predicted_bytes):>11s} {format_bytes(m.bytes_moved):>11s} "
+                f"{t_tra:8.2f}s {t_da:10.2f}s {format_bytes(md.bytes_moved):>10s}"
                 + ("" if same else "  RESULTS DIFFER")
             )
-        print(
-            "\npredicted/measured: worker-to-worker bytes of dask_tra's plan (measured from the "
-            "workers' transfer logs);\nda moved: what dask.array moved for the same product. "
-            "The last plan in full:\n"
-        )
+        print("\n" + LEGEND + "\n\nThe last plan:\n")
         print(z.explain())
     finally:
         client.close()

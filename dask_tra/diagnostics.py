@@ -112,6 +112,7 @@ class measure:
         if len(self.explains) == 1:
             self.explains[0].measured_bytes = self.bytes_moved
             self.explains[0].measured_seconds = self.seconds
+            self.explains[0].measured_gather = any(e is self.explains[0] for e in self.computed)
         return False
 
     @property

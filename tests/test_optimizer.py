@@ -171,7 +171,7 @@ def test_whole_chain_strictly_cheaper_than_greedy():
 
 def test_explain_reports_operators_and_renders():
     p = plan(table4_expr(10_000, 640_000, 10_000), 10)
-    text = str(p.explain)
+    text = str(p.explain.view(detail="algebra"))
     assert "matmul: cmm" in text and "candidates:" in text and "bmm=" in text
     assert p.explain.predicted_bytes == p.cost.bytes_moved
     assert set(p.explain.predicted_peak_memory) <= set(range(10))

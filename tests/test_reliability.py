@@ -167,5 +167,5 @@ def test_broadcast_goes_only_to_sites_with_partners(client):
         with dt.diagnostics.measure() as m:
             got = z.compute()
     np.testing.assert_allclose(got, a @ b, rtol=1e-10, atol=1e-12)
-    assert "broadcast Input" in str(z.explain())
+    assert "broadcast Input" in str(z.explain().view(detail="algebra"))
     assert m.plan_bytes == m.predicted_bytes > 0, (m.plan_bytes, m.predicted_bytes)

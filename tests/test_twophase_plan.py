@@ -66,7 +66,9 @@ def test_explain_names_two_phase_with_its_bytes_and_compute_balance():
         e = (a @ b).explain(sites=4)
     (op,) = e.operators
     assert op.strategy == "two-phase" and op.predicted_bytes == e.predicted_bytes
-    assert "two-phase" in str(e) and "compute balance" in str(e)
+    assert "two-phase placement" in str(e) and "busiest worker / mean" in str(e)
+    algebra = str(e.view(detail="algebra"))
+    assert "two-phase" in algebra and "compute balance" in algebra
 
 
 def _matmul(z):

@@ -59,12 +59,13 @@ class Joint(DaskCollection):
     def _persisted_futures(self):
         return None  # each output is planned; a persisted one is read by its futures' keys
 
-    def explain(self, sites=None):
+    def explain(self, sites=None, detail=None, full=None):
         """The report of the one plan computing every output (with the bytes its graph moves,
-        once the graph was built)."""
+        once the graph was built); ``detail="algebra"``: in the algebra's terms, ``full``: every
+        step (``Explain.view``)."""
         if sites is None and self._last_explain is not None:
-            return self._last_explain
-        return self.planned(sites)[0].explain
+            return self._last_explain.view(detail, full)
+        return self.planned(sites)[0].explain.view(detail, full)
 
     def __dask_keys__(self):
         return [a.__dask_keys__() for a in self.arrays]

@@ -21,7 +21,7 @@ from . import cache
 from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
-from .explain import Explain, OperatorReport, fmt_bytes, ia_tree
+from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
 from .search import (
     Alt,
     MemoryLimitError,
@@ -311,6 +311,7 @@ def _report(roots, cands):
         if id(alt) not in cands:
             continue
         kind = kind_of(alt.node)
+        cand = cands[id(alt)]
         ops.append(
             OperatorReport(
                 kind,
@@ -321,6 +322,19 @@ def _report(roots, cands):
                 int(alt.peak.max()),
                 {n: t for n, (_, t) in alt.table.items()},
                 alt.seconds,
+                label=operation(alt.node),
+                operands=tuple(operand(c.node) for c in alt.inputs),
+                moves=[
+                    Move(
+                        what,
+                        alt.inputs[i].node.describe() if i is not None else "partial results",
+                        operand(alt.inputs[i].node) if i is not None else "partial results",
+                        int(nbytes),
+                    )
+                    for what, i, nbytes in cand.detail.get("steps", ())
+                    if what
+                ],
+                facts={k: cand.detail[k] for k in ("bside", "placement", "balance") if k in cand.detail},
             )
         )
         steps.extend(_steps(alt, cands[id(alt)], kind))
