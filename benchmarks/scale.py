@@ -6,6 +6,8 @@
 - iteration: ``w = w - lr * X.T @ (X @ w - y)`` for 10/20/50 iterations on a 4-worker
   LocalCluster: planning time, and plan + compute against dask.array's compute;
 - depth: 1000 chained elementwise ops, computed, against dask.array;
+- build: the time to build one ``x = x + 1`` at chain depths 100 … 10,000 (metadata only: an
+  operation's cost must not grow with the depth of the expression it extends);
 - reuse: a 10-step FFNN training loop (the paper suite's ``ffnn-xml`` step, quick sizes):
   planning time per step (step 2 re-costs step 1's plan for where step 1's outputs landed;
   later steps replay it, and read the workers and placements from the client's mirror).
@@ -107,6 +109,30 @@ def depth_row(client, n=1000):
     return row
 
 
+def build_rows(depths=(100, 1000, 10000), window=100):
+    """Per depth: the mean time of the last ``window`` ``x = x + 1`` of a chain that deep
+    (nothing computed), against building the same ops with dask.array."""
+    import dask.array as da
+
+    import dask_tra as dt
+    rows = []
+    for n in depths:
+        row = dict(depth=n)
+        for key, lib in (("dask_tra_ms", dt), ("dask_ms", da)):
+            x = _plus_ones(lib.from_array(np.ones((30, 40)), chunks=(10, 20)), n - window)
+            t, _ = _timed(lambda: _plus_ones(x, window))
+            row[key] = t / window * 1000
+        rows.append(row)
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _plus_ones(x, n):
+    for _ in range(n):
+        x = x + 1
+    return x
+
+
 def reuse_rows(client, steps=10):
     """Per step: ``planned()`` in all, of which the optimizer (``plan_many``: the search, a replay
     or a re-cost) and reading the workers and the inputs' placements (a scheduler round trip,
@@ -148,6 +174,7 @@ def _persist_wait(j):
 def run(args):
     from distributed import Client, LocalCluster
     out = dict(matmul=matmul_rows(args.blocks, dask_max=args.dask_max, emit_max=args.emit_max))
+    out["build"] = build_rows()
     with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None) as cl, \
             Client(cl) as client:
         from dask_tra.dask.rates import ensure_measured
@@ -182,7 +209,11 @@ def markdown(out) -> str:
                      f"{r['ratio']:.2f} |")
     d = out["depth"]
     lines += ["", f"1000 chained elementwise ops: dask_tra {d['dask_tra_s']:.2f} s, dask.array {d['dask_s']:.2f} s "
-                  f"(ratio {d['ratio']:.2f}).", "", "| FFNN step | optimizer | workers and placements | planned() in all | step |", "|---:|---:|---:|---:|---:|"]
+                  f"(ratio {d['ratio']:.2f}).", "", "| chain depth | build one `x = x + 1`: dask_tra | dask.array |",
+              "|---:|---:|---:|"]
+    for r in out.get("build", ()):
+        lines.append(f"| {r['depth']} | {r['dask_tra_ms']:.3f} ms | {r['dask_ms']:.3f} ms |")
+    lines += ["", "| FFNN step | optimizer | workers and placements | planned() in all | step |", "|---:|---:|---:|---:|---:|"]
     for r in out["reuse"]:
         lines.append(f"| {r['step']} | {r['optimizer_ms']:.1f} ms | {r['query_ms']:.1f} ms | {r['plan_ms']:.1f} ms "
                      f"| {r['step_s']:.2f} s |")

@@ -31,8 +31,7 @@ class RelArray(ArrayMethods, DaskCollection):
             raise TRAError(f"{expr.describe()} does not hold an array (chunk axis i must follow key dim i)")
         self._dense, extra = densify(expr, sources)
         self.sparse_expr = expr
-        needed = {n.name for n in expr.leaves | self.expr.leaves}  # kept on the nodes: no walk per operation
-        self.sources = {k: v for k, v in {**sources, **extra}.items() if k in needed}
+        self.sources = _needed({**sources, **extra}, expr, self.expr)
         self.name = name or array_name(expr)
         self.chunks = chunks
         self._plans = {}
@@ -136,6 +135,13 @@ class RelArray(ArrayMethods, DaskCollection):
 
 
 __all__ = ["RelArray"]
+
+
+def _needed(sources: dict, expr, dense) -> dict:
+    """The ``sources`` that ``expr`` and its dense view read, from the input names kept on their
+    nodes (no walk: an operation costs the same however deep its expression)."""
+    needed = expr.input_names if dense is expr else expr.input_names | dense.input_names
+    return sources if sources.keys() <= needed else {k: v for k, v in sources.items() if k in needed}
 
 
 def _from_dask_graph(graph, name, chunks, kwargs) -> RelArray:

@@ -117,12 +117,8 @@ def densify(expr: Expr, sources: dict) -> tuple[Expr, dict]:
             _DENSE[node] = _REBUILD[type(node)](node, *(_DENSE[c] if c.holes else c for c in node.children))
 
     fill(expr, lambda node: not node.holes or node in _DENSE, view)
-    extra = {}
-    for leaf in expr.leaves:
-        if leaf.holes:
-            filled = _zero_filled(sources[leaf.name])
-            extra[filled.input.name] = filled
-    return _DENSE[expr], extra
+    filled = [_zero_filled(sources[leaf.name]) for leaf in expr.sparse_inputs]
+    return _DENSE[expr], {z.input.name: z for z in filled}
 
 
 def _zero_filled(src: Source) -> ZeroFilled:

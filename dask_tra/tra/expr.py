@@ -41,17 +41,22 @@ class Expr:
         return render(self)
 
     @property
-    def leaves(self) -> frozenset[Expr]:
-        """The leaves (Inputs) the DAG below this node reads. Kept on each node
+    def input_names(self) -> frozenset[str]:
+        """The names of the Inputs the DAG below this node reads. Kept on each node
         (``dag.cached``): an operator's is made from its children's, never by a walk, and a node
-        with one child, or whose children read the same leaves, shares its child's set."""
-        return cast(frozenset, cached(self, "_leaves", _leaves))
+        with one child, or whose children read the same inputs, shares its child's set."""
+        return cast(frozenset, cached(self, "_input_names", _input_names))
+
+    @property
+    def sparse_inputs(self) -> frozenset[Input]:
+        """The block-sparse Inputs (with an explicit key set) below this node; kept on each node,
+        as ``input_names`` (empty, and shared, for the dense expressions of most arrays)."""
+        return cast(frozenset, cached(self, "_sparse_inputs", _sparse_inputs))
 
     @property
     def holes(self) -> bool:
-        """True when the node reads a block-sparse input (an Input with an explicit key set);
-        kept on each node, as ``leaves``."""
-        return cast(bool, cached(self, "_holes", _holes))
+        """True when the node reads a block-sparse input."""
+        return bool(self.sparse_inputs)
 
     def _fail(self, exc_type: builtins.type[Exception], msg: str) -> NoReturn:
         raise exc_type(f"{self.describe()}: {msg}")
@@ -62,16 +67,24 @@ class Expr:
             child.type.require_continuity(self.describe(), child.describe())
 
 
-def _leaves(node: Expr, kids: list[frozenset[Expr]]) -> frozenset[Expr]:
-    if not kids:
-        return frozenset((node,))
-    big = max(kids, key=len)
-    rest = [k for k in kids if k is not big]
+def _union(sets: list[frozenset]) -> frozenset:
+    """The union of the children's sets, sharing the largest when it holds the others."""
+    big = max(sets, key=len)
+    rest = [k for k in sets if k is not big]
     return big if all(k <= big for k in rest) else big.union(*rest)
 
 
-def _holes(node: Expr, kids: list[bool]) -> bool:
-    return any(kids) if kids else node.type.keys is not None
+def _input_names(node: Expr, kids: list[frozenset[str]]) -> frozenset[str]:
+    return _union(kids) if kids else frozenset((cast(Input, node).name,))
+
+
+_NONE: frozenset = frozenset()
+
+
+def _sparse_inputs(node: Expr, kids: list[frozenset[Input]]) -> frozenset[Input]:
+    if kids:
+        return _union(kids)
+    return frozenset((cast(Input, node),)) if node.type.keys is not None else _NONE
 
 
 def _key_set(keys: set[tuple[int, ...]], frontier: tuple[int, ...]) -> frozenset[tuple[int, ...]] | None:
