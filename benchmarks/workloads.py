@@ -271,7 +271,7 @@ def rebalance_irregular(client, x):
     recorded worker, and all compare their plans on one placement."""
     from distributed import futures_of
 
-    from dask_tra.dask.amm import ensure_installed
+    from dask_tra.dask.plugin import ensure_installed
     futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
     ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
     client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])
@@ -301,8 +301,8 @@ def _hold(dask_scheduler, keys):
     a while (dask_tra's policy, ``dask_tra.dask.amm``). A move copies a block, then deletes the
     sender's copy; at 250 Mbit/s the policy could drop the new copy in between, and the block
     was lost and recomputed."""
-    from dask_tra.dask.amm import who_has_held
-    who_has_held(dask_scheduler, keys, seconds=120.0)
+    from dask_tra.dask.plugin import NAME
+    dask_scheduler.plugins[NAME].holds.hold(keys, seconds=120.0)
 
 
 async def _move_to(dask_scheduler, dest):

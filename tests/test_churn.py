@@ -31,11 +31,18 @@ def cluster_client():
 
 @pytest.fixture
 def cc(cluster_client):
-    """The module cluster, back at N workers after each test."""
+    """The module cluster, back at N workers after each test; recovering never sent the
+    scheduler a key again with another spec (distributed's "different `run_spec`" warning)."""
     cluster, client = cluster_client
+    before = run_spec_warnings(client)
     yield cluster, client
     cluster.scale(N)
     client.wait_for_workers(N, timeout=60)
+    assert run_spec_warnings(client) == before
+
+
+def run_spec_warnings(client) -> int:
+    return sum("Detected different `run_spec`" in m for _, m in client.get_scheduler_logs(n=100_000))
 
 
 def kill(client, worker):

@@ -199,7 +199,7 @@ def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
 
 def test_rates_are_measured_once_on_the_cluster(client):
     from dask_tra.dask import rates
-    measured = rates.measure(client)
+    measured = rates.measure(client, sorted(client.scheduler_info(n_workers=-1)["workers"]))
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
     assert all(np.isfinite(v) and v > 0 for v in measured.values())
     # every worker of this LocalCluster is on this host: each thread's share of its cores

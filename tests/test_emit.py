@@ -236,37 +236,37 @@ def _run_amm_once(policy, dask_scheduler=None):
 
 
 def test_amm_keeps_the_replica_a_waiting_pinned_task_reads(client):
-    """``x`` has replicas on w0 (where it was made), w1 and w2 (read there); a task pinned to w0
-    still waits for another input. KeepPinnedReplicas drops the replicas on w1 and w2 and keeps
-    w0's. dask's ReduceReplicas, in the same state (``y``), drops w0's (w0 holds the most
-    memory), so the waiting task would fetch it back: bytes no plan predicts."""
-    from distributed.active_memory_manager import ReduceReplicas
-
-    from dask_tra.dask.amm import KeepPinnedReplicas, ensure_installed
+    """``x`` and ``y`` have replicas on w0 (where they were made), w1 and w2 (read there); a
+    task pinned to w0 waits on each, for another input too. The one waiting on ``x`` is
+    dask_tra's (annotated as every task it emits), the one on ``y`` a plain user's.
+    KeepPinnedReplicas drops x's replicas on w1 and w2 and keeps w0's. For ``y`` it does what
+    dask's ReduceReplicas does: drops w0's (w0 holds the most memory), so the waiting task
+    fetches it back; for dask_tra's task those would be bytes no plan predicts."""
+    from dask_tra.dask.amm import KeepPinnedReplicas
+    from dask_tra.dask.plugin import ensure_installed
     ensure_installed(client)
     w0, w1, w2 = sorted(client.scheduler_info(n_workers=-1)["workers"])[:3]
     pin = {"allow_other_workers": False, "pure": False}
 
     def holders(f):
         return set(client.who_has(f)[f.key])
-    client.amm.stop()  # only the one-off runs below drop replicas
+    client.amm.stop()  # only the one-off run below drops replicas
     try:
         ballast = client.submit(np.ones, 4_000_000, workers=[w0], **pin)
         x, y = (client.submit(np.arange, 1000, workers=[w0], **pin) for _ in range(2))
         wait([ballast, x, y])
         gate = f"gate-{uuid.uuid4().hex}"
         blocker = client.submit(_wait_for, gate, workers=[w0], **pin)  # w0's one thread waits
-        waiting = [client.submit(_add, f, blocker, workers=[w0], **pin) for f in (x, y)]
-        wait([client.submit(np.sum, x, workers=[w], **pin) for w in (w1, w2)])
-        assert holders(x) == {w0, w1, w2}
+        with dask.annotate(dask_tra=True):
+            ours = client.submit(_add, x, blocker, workers=[w0], **pin)
+        theirs = client.submit(_add, y, blocker, workers=[w0], **pin)
+        wait([client.submit(np.sum, f, workers=[w], **pin) for f in (x, y) for w in (w1, w2)])
+        assert holders(x) == holders(y) == {w0, w1, w2}
         client.run_on_scheduler(_run_amm_once, KeepPinnedReplicas())
         assert holders(x) == {w0}
-        wait([client.submit(np.sum, y, workers=[w], **pin) for w in (w1, w2)])
-        assert holders(y) == {w0, w1, w2}
-        client.run_on_scheduler(_run_amm_once, ReduceReplicas())  # what dask's default policy does
-        assert w0 not in holders(y) and holders(x) == {w0}
+        assert len(holders(y)) == 1 and w0 not in holders(y)  # as ReduceReplicas leaves it
         Event(gate).set()
-        for f in waiting:
+        for f in (ours, theirs):
             np.testing.assert_array_equal(f.result(), np.arange(1000) + 1)
     finally:
         client.amm.start()

@@ -14,6 +14,7 @@ def cluster_client():
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         yield cluster, client
+        assert not [m for _, m in client.get_scheduler_logs(n=100_000) if "Detected different `run_spec`" in m]
 
 
 def test_worker_killed_mid_matmul(cluster_client):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,13 +17,12 @@ from ..optimizer import Plan
 from ..optimizer.explain import Explain, fmt_bytes
 from ..optimizer import plan_many
 from ..tra.dag import walk_many
-from .amm import ensure_installed as keep_pinned_replicas
 from .emit import emit
 from .rates import current_rates
 from .dispatch import register_worker_dispatch
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
-from .faults import ensure_installed
+from .plugin import ensure_installed, query_snapshot
 from .sites import Sites, active_client, current_sites
 
 
@@ -32,6 +33,7 @@ class Planned:
 
     plan: Plan
     where: Sites
+    cache_key: tuple = ()
     graph: HighLevelGraph | None = None
     reads: frozenset = frozenset()
     scattered: tuple = ()  # the client arrays the emitted graph reads, sent to the workers
@@ -87,16 +89,26 @@ class DaskCollection(DaskMethodsMixin):
         entry = self._planned_entry(sites)
         return entry.plan, entry.where
 
+    def _plan_lock(self):
+        """One thread at a time plans and emits this collection, so threads computing it at once
+        share one plan and one graph: the scheduler gets each key with one spec. (The client's
+        event loop, where ``wait`` may ask for the graph, never waits on the lock.)"""
+        client = active_client()
+        if client is None or _in_event_loop(client):
+            return nullcontext()
+        return self.__dict__.setdefault("_lock", threading.RLock())
+
     def _planned_entry(self, sites=None) -> Planned:
-        derived = any(e.children for e in self.roots)
-        held = held_inputs(self.sources) if derived else {}
-        info, found = cluster_snapshot(held) if sites is None else (None, None)
-        where = current_sites(sites, chunk_backends(self.roots), info)
-        placements = input_placements(self.sources, where, held, found) if derived else {}
-        cache_key = plan_cache_key(where, placements)
-        if cache_key not in self._plans:
-            self._plans[cache_key] = Planned(self._make_plan(where, placements), where)
-        return self._plans[cache_key]
+        with self._plan_lock():
+            derived = any(e.children for e in self.roots)
+            held = held_inputs(self.sources) if derived else {}
+            info, found = cluster_snapshot(held) if sites is None else (None, None)
+            where = current_sites(sites, chunk_backends(self.roots), info)
+            placements = input_placements(self.sources, where, held, found) if derived else {}
+            cache_key = plan_cache_key(where, placements)
+            if cache_key not in self._plans:
+                self._plans[cache_key] = Planned(self._make_plan(where, placements), where, cache_key)
+            return self._plans[cache_key]
 
     def _make_plan(self, where, placements) -> Plan:
         return plan_many(
@@ -115,6 +127,7 @@ class DaskCollection(DaskMethodsMixin):
         where the copy is loaded). A kernel capturing a RelArray then pickles too."""
         state = dict(self.__dict__)
         state["_plans"], state["_last_explain"] = {}, None
+        state.pop("_lock", None)
         return state
 
     def __dask_graph__(self):
@@ -129,13 +142,19 @@ class DaskCollection(DaskMethodsMixin):
             live = _live_outputs(client, self.__dask_keys__())
         if live is not None:
             return HighLevelGraph({n: layer for n, layer in live.items()}, {n: set() for n in live})
-        entry = self._planned_entry()
-        if entry.graph is None:
-            graph, out_keys, reads, moves = self._emit(entry)
-            entry.emitted(graph, reads, moves.bytes([k for keys in out_keys for k in keys.values()]))
+        entry = self._emitted_entry()
         self._report(entry)
         _report_reads(entry.reads)
         return entry.graph
+
+    def _emitted_entry(self) -> Planned:
+        """The current plan, emitted once."""
+        with self._plan_lock():
+            entry = self._planned_entry()
+            if entry.graph is None:
+                graph, out_keys, reads, moves = self._emit(entry)
+                entry.emitted(graph, reads, moves.bytes([k for keys in out_keys for k in keys.values()]))
+        return entry
 
     def _report(self, entry: Planned):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
@@ -151,10 +170,11 @@ class DaskCollection(DaskMethodsMixin):
         sources, where, roots = self.sources, entry.where, entry.plan.roots
         if where.client is not None and not _in_event_loop(where.client):
             register_worker_dispatch(where.client, chunk_backends(self.roots))
-            keep_pinned_replicas(where.client)
+            ensure_installed(where.client)
             sources = _scatter_in_memory_inputs(roots, sources, where)
             entry.scattered = tuple(s for n, s in sources.items() if s is not self.sources[n])
-        token = hashlib.blake2b(self.name.encode(), digest_size=8).hexdigest()  # a user's name= too
+        # a user's name= too; another plan of this collection gets other keys for its tasks
+        token = hashlib.blake2b(f"{self.name}{entry.cache_key!r}".encode(), digest_size=8).hexdigest()
         return emit(roots, sources, where.workers, token, self.output_names)
 
     def _persisted_futures(self):
@@ -313,20 +333,12 @@ async def _queued_releases_done():
 
 
 def cluster_snapshot(held: dict) -> tuple:
-    """(the workers' info, where ``held``'s keys are) when a Client is active: from its mirror
-    when that knows them all (``mirror.py``), else in one scheduler round trip; (None, None)
-    without a running Client."""
+    """(the workers' info, where ``held``'s keys are) from the active Client's scheduler, in one
+    round trip; (None, None) without a running Client."""
     client = active_client()
     if client is None or client.status != "running" or _in_event_loop(client):
         return None, None
-    from .amm import HOLD_S, query_snapshot
-    from .mirror import mirror_of
-
-    keys = [dk for keys in held.values() for dk in keys]
-    known = mirror_of(client, HOLD_S).read(keys)
-    if known is not None:
-        return known[0], (known[1], [])
-    info, who, computing = query_snapshot(client, keys)
+    info, who, computing = query_snapshot(client, [dk for keys in held.values() for dk in keys])
     return info, (who, computing)
 
 

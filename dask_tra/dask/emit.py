@@ -45,6 +45,7 @@ from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalM
 from ..tra.dag import walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
+from .ownership import mark
 from .sources import Ref, is_future
 
 
@@ -517,19 +518,20 @@ def _graph(tasks, site, external, ext_pins, ext_name, workers, priority=None):
     if external:
         annotations = None
         if workers is not None and ext_pins:
-            annotations = {
-                "workers": Pins({k: [workers[s]] for k, s in ext_pins.items()}),
-                "allow_other_workers": Pins({k: k not in ext_pins for k in external}),
-            }
+            annotations = mark(
+                {
+                    "workers": Pins({k: [workers[s]] for k, s in ext_pins.items()}),
+                    "allow_other_workers": Pins({k: k not in ext_pins for k in external}),
+                }
+            )
         hl[ext_name] = MaterializedLayer(dict(external), annotations=annotations)
         deps[ext_name] = set()
     for name, layer in layers.items():
         annotations = None
         if workers is not None:
-            annotations = {
-                "workers": Pins({k: [workers[site[k]]] for k in layer}),
-                "allow_other_workers": False,
-            }  # strict: loose pins get stolen (see faults.py)
+            annotations = mark(
+                {"workers": Pins({k: [workers[site[k]]] for k in layer}), "allow_other_workers": False}
+            )  # strict: loose pins get stolen (see faults.py)
             if priority and any(k in priority for k in layer):
                 annotations["priority"] = Pins(priority, 0)
         hl[name] = MaterializedLayer(layer, annotations=annotations)

@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import config
 from ..optimizer import Rates
+from .ownership import mark
 
 _measured: dict = {}
 
@@ -87,7 +88,7 @@ def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
         dsk[(name, i)], pins[(name, i)] = (_read, (name, "made", i), cpu_s), [workers[(i + 1) % w]]
     dsk[(name, "all")] = (len, [(name, i) for i in range(n // 2)])
     pins[(name, "all")] = [workers[0]]
-    layer = MaterializedLayer(dsk, annotations={"workers": Pins(pins), "allow_other_workers": False})
+    layer = MaterializedLayer(dsk, annotations=mark({"workers": Pins(pins), "allow_other_workers": False}))
     t0 = time.perf_counter()
     client.get(HighLevelGraph({name: layer}, {name: set()}), (name, "all"))
     return time.perf_counter() - t0
@@ -127,10 +128,13 @@ def core_share(client) -> float:
     return min((min(1.0, cores[h] / threads[h]) for h in threads), default=1.0)
 
 
-def measure(client) -> dict:
-    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s cluster."""
+def measure(client, workers) -> dict:
+    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s ``workers`` (the planned
+    sites' addresses: the scheduler's worker list, read again here, may be briefly empty)."""
+    if not workers:
+        return {}
     info = client.scheduler_info(n_workers=-1)["workers"]
-    workers = sorted(info)
+    workers = sorted(workers)
     out = {}
     _pinned_graph_seconds(client, workers, max(20, 2 * len(workers)), 0.0)  # warm-up: imports dask_tra
     if len(workers) >= 2:
@@ -140,7 +144,7 @@ def measure(client) -> dict:
     share = core_share(client)
     small, large = _pinned_graph_seconds(client, workers, 60), _pinned_graph_seconds(client, workers, 300)
     # the 240 extra tasks' own compute, spread over the cores the worker threads get, is not overhead
-    threads = sum(int(info[w].get("nthreads", 1)) for w in workers)
+    threads = sum(int(info.get(w, {}).get("nthreads", 1)) for w in workers)
     marginal = (large - small - 240 * TASK_CPU_S / (threads * share)) / 240
     out["task_overhead"] = marginal if marginal > 0 else large / 300  # noise: the mean, an upper bound
     n = 512
@@ -177,5 +181,5 @@ def ensure_measured(client, workers=None) -> dict:
         workers = tuple(sorted(client.scheduler_info(n_workers=-1)["workers"]))
     key = (client.scheduler.address, tuple(workers))
     if key not in _measured:
-        _measured[key] = measure(client)
+        _measured[key] = measure(client, workers)
     return _measured[key]

@@ -29,7 +29,7 @@ from ..tra import Input, RelationType
 from ..tra.tasks import Data
 from ..tra.blocks import normalize_chunks
 from .dispatch import register_worker_dispatch
-from .mirror import send_hold
+from .plugin import query_snapshot, send_hold
 
 
 def fresh_name(prefix: str) -> str:
@@ -300,20 +300,18 @@ RECOMPUTE_WAIT_S = 300  # how long planning waits for persisted blocks Dask is r
 def placements_of(client, held: dict, found: tuple | None = None) -> dict:
     """{name: {block key: (worker, ...)}} for each ``held[name]`` ({dask key: block key}) whose
     every block is in memory on the cluster (one scheduler round trip for all of them, or
-    ``found``: ``amm.who_has_held``'s answer already fetched; the replicas reported are held for
+    ``found``: ``plugin.query_snapshot``'s answer already fetched; the replicas reported are held for
     the plan, see ``amm.py``). Blocks Dask is recomputing (their worker died) are waited for,
     then planned where they land."""
     if client is None or not held:
         return {}
     from distributed import wait
 
-    from .amm import who_has_held
-
     keys = [dk for keys in held.values() for dk in keys]
-    who, computing = found if found is not None else client.run_on_scheduler(who_has_held, keys=keys)
+    who, computing = found if found is not None else query_snapshot(client, keys)[1:]
     if computing:
         wait([Future(k, client) for k in computing], timeout=RECOMPUTE_WAIT_S)
-        who, _ = client.run_on_scheduler(who_has_held, keys=keys)
+        who = query_snapshot(client, keys)[1]
     out = {}
     for name, keys in held.items():
         found = {k: tuple(sorted(who.get(dk) or who.get(str(dk)) or ())) for dk, k in keys.items()}
