@@ -224,3 +224,14 @@ def test_placements_keyed_by_block_are_refused():
     e = Join(Input("A", ta), Input("A", ta), (0, 1), (0, 1), K.add)
     with pytest.raises(TypeError, match=r"placements must map input names.*\(0, 0\)"):
         plan(e, 2, placements={k: (0,) for k in ra})
+
+
+def test_too_many_blocks_is_refused_before_planning_allocates():
+    """10^10 blocks: planning would allocate per-block tables of 74.5 GiB; it names the
+    operation and the grid instead, at once."""
+    import dask_tra.array as da
+    from dask_tra.optimizer import TooManyBlocksError
+    x = da.ones((10**8, 10**8), chunks=1000)
+    with pytest.raises(TooManyBlocksError, match=r"10,000,000,000 blocks \(100,000 × 100,000\).*use larger chunks"):
+        x.sum().explain()
+    assert float(da.ones((10**4, 10**3), chunks=10).sum().compute()) == 10**7  # 10^5 blocks plan

@@ -25,6 +25,8 @@ from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand,
 from .search import (
     Alt,
     MemoryLimitError,
+    TooManyBlocksError,
+    check_blocks,
     chosen,
     combine,
     flows,
@@ -144,6 +146,7 @@ def plan_many(
     if found is not None:
         alts, cost, cands = found
     else:
+        check_blocks(order)
         best, _ = search(exprs, sites, placements, memory_limit, force, keep, rates, one_layout)
         alts = tuple(best[id(e)] for e in exprs)
         cost, cands, seen = final_costs(alts, sites, rates)
@@ -425,6 +428,7 @@ __all__ = [
     "Explain",
     "OperatorReport",
     "MemoryLimitError",
+    "TooManyBlocksError",
     "evaluate_cost",
     "kind_of",
     "Rates",

@@ -45,6 +45,25 @@ class MemoryLimitError(TRAError):
     """No plan for an operator fits the per-site memory limit."""
 
 
+MAX_BLOCKS = 10_000_000  # blocks of one operator's relation: planning keeps per-block tables
+
+
+class TooManyBlocksError(TRAError):
+    """An operator's relation has more blocks than planning supports (``MAX_BLOCKS``)."""
+
+
+def check_blocks(nodes) -> None:
+    """Raise ``TooManyBlocksError`` before planning allocates per-block tables it cannot hold."""
+    for node in nodes:
+        n = node.type.n_tuples
+        if n > MAX_BLOCKS:
+            grid = " × ".join(f"{f:,}" for f in node.type.frontier)
+            raise TooManyBlocksError(
+                f"{node.describe()} has {n:,} blocks ({grid}); dask_tra plans every block and supports "
+                f"at most {MAX_BLOCKS:,} per operation: use larger chunks"
+            )
+
+
 def kind_of(node) -> str:
     if is_contraction(node):
         k = node.child.kernel
