@@ -64,6 +64,17 @@ def test_algebra_detail_keeps_the_papers_terms(matmul_sum):
         matmul_sum.view(detail="papers")
 
 
+def test_an_arrays_explain_takes_detail_and_full():
+    x = dt.from_array(np.random.default_rng(1).random((400, 300)), chunks=100)
+    y = (x @ x.T).sum(0)
+    _no_jargon(str(y.explain(sites=4)))
+    algebra = str(y.explain(sites=4, detail="algebra"))
+    assert "Join(" in algebra and "sites" in algebra
+    assert len(str(y.explain(sites=4, full=True))) > len(str(y.explain(sites=4)))
+    with pytest.raises(ValueError, match="detail"):
+        y.explain(sites=4, detail="papers")
+
+
 def test_full_shows_every_step_and_alternative(matmul_sum):
     short, full = str(matmul_sum), str(matmul_sum.view(full=True))
     _no_jargon(full)

@@ -110,12 +110,13 @@ class RelArray(ArrayMethods, DaskCollection):
     def npartitions(self):
         return math.prod(self.numblocks)
 
-    def explain(self, sites=None):
+    def explain(self, sites=None, detail=None, full=None):
         """The plan report: chosen strategies, candidates with predicted bytes, peak memory,
-        and bytes measured if the array was computed inside ``dask_tra.diagnostics.measure()``."""
+        and bytes measured if the array was computed inside ``dask_tra.diagnostics.measure()``.
+        ``detail="algebra"``: in the algebra's terms; ``full=True``: every step and alternative."""
         if sites is None and self._last_explain is not None:
-            return self._last_explain
-        return self.planned(sites)[0].explain
+            return self._last_explain.view(detail, full)
+        return self.planned(sites)[0].explain.view(detail, full)
 
     @classmethod
     def _from_persisted(cls, dsk, type_, name, device=None, lineage=None, rename=None):
