@@ -10,7 +10,7 @@
   operation's cost must not grow with the depth of the expression it extends);
 - reuse: a 10-step FFNN training loop (the paper suite's ``ffnn-xml`` step, quick sizes):
   planning time per step (step 2 re-costs step 1's plan for where step 1's outputs landed;
-  later steps replay it, and read the workers and placements from the client's mirror).
+  later steps replay it; each asks the scheduler where its inputs are in one round trip).
 """
 from __future__ import annotations
 
@@ -135,8 +135,7 @@ def _plus_ones(x, n):
 
 def reuse_rows(client, steps=10):
     """Per step: ``planned()`` in all, of which the optimizer (``plan_many``: the search, a replay
-    or a re-cost) and reading the workers and the inputs' placements (a scheduler round trip,
-    or the client's mirror once it knows them)."""
+    or a re-cost) and reading the workers and the inputs' placements (a scheduler round trip)."""
     import dask
 
     import dask_tra as dt
