@@ -225,6 +225,34 @@ def test_to_zarr_compute_false_writes_only_when_computed(client, tmp_path, data)
     np.testing.assert_allclose(z[...], data * 3)
 
 
+class _FailsOnLastBlock:
+    """A kernel argument: raises while the block starting at ``row`` is written."""
+
+    def __init__(self, row):
+        self.row = row
+
+    def __call__(self, block, block_info=None):
+        if block_info[None]["array-location"][0][0] == self.row:
+            raise RuntimeError("disk full")
+        return block
+
+
+def test_to_zarr_marks_a_complete_write_and_leaves_a_failed_one_marked_incomplete(client, tmp_path, data):
+    x = da.from_array(data, chunks=(100, 150))
+    da.to_zarr(x, str(tmp_path / "ok.zarr"), complete_attr="complete")
+    ok = zarr.open_array(str(tmp_path / "ok.zarr"), mode="r")
+    assert ok.attrs["complete"] is True
+    np.testing.assert_array_equal(ok[...], data)
+    failing = x.map_blocks(_FailsOnLastBlock(300), dtype=x.dtype)
+    with pytest.raises(RuntimeError, match="disk full"):
+        da.to_zarr(failing, str(tmp_path / "bad.zarr"), complete_attr="complete")
+    bad = zarr.open_array(str(tmp_path / "bad.zarr"), mode="r")
+    assert bad.attrs["complete"] is False  # opens and reads, but says it is incomplete
+    with pytest.raises(ValueError, match="needs compute=True"):
+        da.to_zarr(x, str(tmp_path / "lazy.zarr"), complete_attr="complete", compute=False)
+    assert not (tmp_path / "lazy.zarr").exists()  # refused before anything was created
+
+
 def test_to_zarr_refuses_irregular_chunks(tmp_path, data):
     with pytest.raises(ValueError, match="irregular chunking"):
         da.to_zarr(da.from_array(data, chunks=((100, 50, 250), 300)), str(tmp_path / "o.zarr"))

@@ -286,15 +286,26 @@ def to_zarr(
     compute=True,
     return_stored=False,
     zarr_format=None,
+    complete_attr=None,
     **kwargs,
 ):
     """Write ``arr`` to a zarr array (created at ``url``/``component`` with the array's chunks,
     or an existing ``zarr.Array``). Blocks must be regular (all equal but the last), as for dask:
-    each block then covers whole zarr chunks, and concurrent block writes never share one."""
+    each block then covers whole zarr chunks, and concurrent block writes never share one.
+
+    ``complete_attr``: the name of a zarr attribute set to ``False`` before any block is written
+    and to ``True`` once every block is (a write that failed part way leaves ``False``: its
+    unwritten blocks read as fill values). Needs ``compute=True``; with ``compute=False``, set
+    the attribute yourself after computing what this returns."""
     import zarr
 
     arr = asarray(arr)
     _check_regular(arr)
+    if complete_attr is not None and not compute:
+        raise ValueError(
+            "to_zarr(complete_attr=...) marks the store complete after writing, so it needs "
+            "compute=True; with compute=False, set z.attrs[name] = True after computing the result"
+        )
     if isinstance(url, zarr.Array):
         z = url
     else:
@@ -310,7 +321,12 @@ def to_zarr(
             **opts,
             **kwargs,
         )
-    return store(arr, z, lock=False, regions=region, compute=compute, return_stored=return_stored)
+    if complete_attr is None:
+        return store(arr, z, lock=False, regions=region, compute=compute, return_stored=return_stored)
+    z.attrs[complete_attr] = False
+    out = store(arr, z, lock=False, regions=region, compute=compute, return_stored=return_stored)
+    z.attrs[complete_attr] = True  # reached only once every block was written
+    return out
 
 
 def _check_regular(arr):
