@@ -257,4 +257,4 @@ def test_gpu_workers_example_falls_back_to_torch_on_cpu(capsys):
     printed = capsys.readouterr().out
     if not backends.available("cupy"):
         assert "note: no GPU" in printed and isinstance(out, torch.Tensor)
-    assert "result:" in printed and "TRA plan" in printed
+    assert "result:" in printed and "dask_tra plan on" in printed
