@@ -113,3 +113,12 @@ def test_an_asynchronous_clients_results_are_planned_not_read_from_futures():
     client.asynchronous = False
     assert _live_outputs(client, keys) is None
     assert calls == []
+
+
+def test_a_result_larger_than_free_memory_is_refused_before_running():
+    """zeros((10**6, 10**6)).compute() would gather 7.28 TiB into this process (it hung)."""
+    from dask_tra.optimizer import MemoryLimitError
+    x = dt.zeros((10**6, 10**6))
+    with pytest.raises(MemoryLimitError, match=r"gathers the whole result, 7\.28 TiB, into this process"):
+        x.compute()
+    assert x[:3, :3].compute().tolist() == [[0.0] * 3] * 3  # a part that fits still computes

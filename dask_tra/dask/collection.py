@@ -8,12 +8,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
+from dask.utils import format_bytes
 from dask.base import DaskMethodsMixin
 from dask.highlevelgraph import HighLevelGraph
 from dask.threaded import get as threaded_get
 
 from .. import backends, config
-from ..optimizer import Plan
+from ..optimizer import MemoryLimitError, Plan
 from ..optimizer.explain import Explain, fmt_bytes
 from ..optimizer import plan_many
 from ..tra.dag import walk_many
@@ -232,7 +233,9 @@ class DaskCollection(DaskMethodsMixin):
 
     def compute(self, **kwargs):
         """Compute; if an input's only copy was lost with a worker, restore it and compute
-        again (``dask/recovery.py``)."""
+        again (``dask/recovery.py``). A result larger than this process's free memory is
+        refused before anything runs (gathering it could only fail, or hang the cluster)."""
+        result_fits(getattr(self, "nbytes", 0))
         return _recovering(self, DaskMethodsMixin.compute, kwargs)
 
     def persist(self, **kwargs):
@@ -249,6 +252,19 @@ class DaskCollection(DaskMethodsMixin):
         graph = self.__dask_graph__()
         meta = backends.get(self.expr.type.backend).dask_meta(self.ndim, self.dtype)
         return da.Array(graph, self.name, self.chunks, meta=meta)
+
+
+def result_fits(nbytes: int) -> None:
+    """Raise ``MemoryLimitError`` if a result of ``nbytes`` cannot fit in this process."""
+    import psutil
+
+    available = psutil.virtual_memory().available
+    if nbytes > available:
+        raise MemoryLimitError(
+            f"compute() gathers the whole result, {format_bytes(nbytes)}, into this process, which has "
+            f"{format_bytes(available)} free: reduce it first, persist() it on the cluster, or write it "
+            "out (to_zarr, store)"
+        )
 
 
 def lineage(collection):
