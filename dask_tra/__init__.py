@@ -6,7 +6,8 @@ from .array import __all__ as _array_all
 from .array.core import RelArray
 from . import core  # noqa: F401 (dask_tra.core.RelArray, the class's old home, still works)
 from .autodiff import grad, value_and_grad
+from .dask.rates import calibrate
 
 __version__ = "0.1.0"
 
-__all__ = ["RelArray", "config", "diagnostics", "grad", "value_and_grad"] + list(_array_all)
+__all__ = ["RelArray", "calibrate", "config", "diagnostics", "grad", "value_and_grad"] + list(_array_all)

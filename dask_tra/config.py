@@ -12,9 +12,11 @@
   under a Client, unlimited otherwise).
 - ``keep``: layouts kept per operator by the plan search (default 6; 1 is greedy).
 - ``bandwidth``, ``task_overhead``, ``flop_rate``: the time objective's constants (bytes/s per
-  link, seconds of scheduling per task, flops/s per worker); None: measured on the connected
-  cluster once (``dask_tra.dask.rates``, when ``probe_rates`` is true, the default), else the
-  defaults of ``optimizer.Rates``. Every other field of ``optimizer.Rates`` (the constants of
+  link, seconds of scheduling per task, flops/s per worker); None: what the connected cluster
+  knows, when ``probe_rates`` is true (the default): the rates ``dask_tra.calibrate(client)``
+  last measured and stored on its scheduler, else the scheduler's bandwidth estimate
+  (``dask_tra.dask.rates``); else the defaults of ``optimizer.Rates``. Planning never runs a
+  task to measure them. Every other field of ``optimizer.Rates`` (the constants of
   registered cost terms) is a setting too, under its own name; None: ``Rates``' default.
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,
   ``"d=[...]"``), or {kind: strategy}; None lets the optimizer choose.

@@ -31,7 +31,6 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     from dask.utils import format_bytes
 
     import dask_tra as dt
-    from .dask.rates import ensure_measured
     from .optimizer.explain import short_strategy
 
     if scheduler:
@@ -40,8 +39,12 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
     n = len(client.scheduler_info(n_workers=-1)["workers"])
-    ensure_measured(client)  # the one-off probe of the cluster (workers import dask_tra) is not a product's time
-    print(f"dask_tra demo on {n} workers (dashboard: {client.dashboard_link})\n")
+    link = dashboard_link(client)
+    print(f"dask_tra demo on {n} workers" + (f" (dashboard: {link})" if link else ""))
+    # measured once, stored on the scheduler for every client of this cluster; also has every
+    # worker import dask_tra, so no product's time includes it
+    rates = dt.calibrate(client)
+    print(f"rates measured by dt.calibrate(client): {describe_rates(rates)}\n")
     header = (
         f"{'shape':18s} {'I×K×J':>18s} {'strategy':>13s} {'predicted':>11s} {'measured':>11s} "
         f"{'dask_tra':>9s} {'dask.array':>11s} {'da moved':>10s}"
@@ -80,3 +83,45 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
         if cluster is not None:
             cluster.close()
     return 0 if ok else 1
+
+
+def describe_rates(rates: dict) -> str:
+    words = {
+        "bandwidth": "{:.0f} MB/s per worker",
+        "task_overhead": "{:.2f} ms per task",
+        "flop_rate": "{:.1f} GFLOP/s per worker",
+    }
+    scale = {"bandwidth": 1e-6, "task_overhead": 1e3, "flop_rate": 1e-9}
+    return ", ".join(words[k].format(v * scale[k]) for k, v in rates.items()) or "none (one worker)"
+
+
+def _dashboard_served(dask_scheduler) -> bool:
+    """On the scheduler: whether it serves a dashboard, with a bokeh distributed accepts (without
+    one it serves only a page saying "Dask needs bokeh>=3.1.0")."""
+    import warnings
+
+    if "dashboard" not in dask_scheduler.services:
+        return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import distributed.dashboard.scheduler  # noqa: F401 (ImportError: no bokeh, or too old)
+    except ImportError:
+        return False
+    return True
+
+
+def dashboard_link(client, timeout=3.0) -> str | None:
+    """The cluster's dashboard link, when it works: the scheduler serves a real dashboard (bokeh
+    at a version distributed accepts: ``pip install dask_tra[diagnostics]``) and the link
+    answers from here. None otherwise."""
+    import urllib.request
+
+    try:
+        link = client.dashboard_link
+        if not link or not client.run_on_scheduler(_dashboard_served):
+            return None
+        with urllib.request.urlopen(link, timeout=timeout) as r:
+            return link if r.status == 200 else None
+    except Exception:  # noqa: BLE001 (no link to show: unreachable, refused, no dashboard)
+        return None

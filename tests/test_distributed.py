@@ -183,21 +183,25 @@ def test_measure_counts_the_result_gather_only_when_computing(client):
 
 def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
     """Each probe task computes, and half of them read a block made on another worker, as most
-    of a plan's tasks do: the reads are transfers between workers."""
+    of a plan's tasks do: the reads are transfers between workers. Every key has the one
+    dashboard prefix ``dask_tra-calibrate``."""
+    from dask.utils import key_split
+
     from dask_tra.dask import rates
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-    with dt.diagnostics.measure() as m, get_task_stream(client) as ts:  # measure() probes first
+    with dt.diagnostics.measure() as m, get_task_stream(client) as ts:
         rates._pinned_graph_seconds(client, workers, 40)
-    probe = [t for t in ts.data if "tra-probe-overhead" in str(t["key"])]
-    assert len(probe) == 41
+    probe = [t for t in ts.data if key_split(t["key"]) == rates.PREFIX]
+    assert len(probe) == len(ts.data) == 41
     computes = [s for t in probe for s in t["startstops"] if s["action"] == "compute"]
     assert sum(s["stop"] - s["start"] >= rates.TASK_CPU_S for s in computes) >= 40
     readers = [t for t in probe if t["key"][1] != "all" and not str(t["key"][1]).startswith("made")]
     assert len(readers) == 20
     assert m.bytes_moved >= 20 * 8000  # each reader fetched its 1000-float block from elsewhere
+    assert m.other_bytes == m.bytes_moved  # the probe's keys are no plan's
 
 
-def test_rates_are_measured_once_on_the_cluster(client):
+def test_rates_are_measured_when_asked_and_planned_with(client):
     from dask_tra.dask import rates
     measured = rates.measure(client, sorted(client.scheduler_info(n_workers=-1)["workers"]))
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
@@ -205,13 +209,10 @@ def test_rates_are_measured_once_on_the_cluster(client):
     # every worker of this LocalCluster is on this host: each thread's share of its cores
     threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values())
     assert rates.core_share(client) == pytest.approx(min(1.0, len(os.sched_getaffinity(0)) / threads))
-    rates._measured.clear()
+    r = dt.calibrate(client)
+    assert set(r) == {"bandwidth", "task_overhead", "flop_rate"}
     x = dt.random.random((400, 400), chunks=100, seed=4)
     e = (x @ x).explain()
-    assert len(rates._measured) == 1  # probed once for this cluster, then cached
-    (x @ x.T).explain()
-    assert len(rates._measured) == 1
-    r = next(iter(rates._measured.values()))
     b = e.breakdown
     # sites receive in parallel: the transfer time is the busiest receiver's bytes over one link
     assert b["transfer_s"] == pytest.approx(b["busiest_site_bytes"] / r["bandwidth"])

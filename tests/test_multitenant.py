@@ -198,7 +198,7 @@ def test_no_scheduler_or_client_method_is_replaced(cluster, fresh, tra):
     assert [n for n in after["methods"] if n not in before["methods"]] == []
     assert _identical(before["handlers"], after["handlers"]) == []
     assert _identical(before["stream_handlers"], after["stream_handlers"]) == []
-    assert set(after["handlers"]) - set(before["handlers"]) == {plugin.SNAPSHOT_OP}
+    assert set(after["handlers"]) - set(before["handlers"]) == {plugin.SNAPSHOT_OP, plugin.RATES_OP}
     assert set(after["stream_handlers"]) - set(before["stream_handlers"]) == {plugin.HOLD_OP}
     assert _identical(_CLIENT_METHODS, _methods(tra)) == []
     assert [n for n in _methods(tra) if n not in _CLIENT_METHODS] == []
@@ -312,14 +312,13 @@ def test_threads_computing_one_array_submit_each_key_with_one_spec(tra):
 
 def test_the_rates_probe_survives_an_empty_worker_list(tra, monkeypatch):
     """``scheduler_info()`` may briefly list no workers (distributed's periodic refresh); the
-    probe measures the workers the plan was made for."""
+    probe measures the workers it is given."""
     workers = tuple(sorted(tra.scheduler_info(n_workers=-1)["workers"]))
     real = tra.scheduler_info
     monkeypatch.setattr(tra, "scheduler_info", lambda *a, **k: {**real(*a, **k), "workers": {}})
-    monkeypatch.setattr(rates, "_measured", {})
-    out = rates.ensure_measured(tra, workers)
+    out = rates.measure(tra, workers)
     assert out["bandwidth"] > 0 and out["task_overhead"] > 0 and out["flop_rate"] > 0
-    assert rates.ensure_measured(tra, ()) == {}
+    assert rates.calibrate(tra, ()) == {}  # nothing measured, nothing stored
 
 
 # -- the memory-manager policy: ReduceReplicas's suggestions for every key not dask_tra's --------

@@ -1,7 +1,7 @@
 """The one scheduler plugin dask_tra installs on a cluster, and the client's calls into it.
 
 ``DaskTraPlugin`` (registered once per scheduler, whichever client comes first; later
-registrations are no-ops) does three things, each only for dask_tra's own tasks
+registrations are no-ops) does four things, the first three only for dask_tra's own tasks
 (``ownership.py``):
 
 - replaces the active memory manager's ``ReduceReplicas`` with ``amm.KeepPinnedReplicas``,
@@ -9,9 +9,12 @@ registrations are no-ops) does three things, each only for dask_tra's own tasks
   read;
 - releases dask_tra's pins from a worker that left (``faults.py``);
 - answers planning's placement query (``dask_tra_snapshot``, a request/reply handler) and
-  the one-way hold of scattered replicas (``dask_tra_hold``, a stream handler).
+  the one-way hold of scattered replicas (``dask_tra_hold``, a stream handler);
+- keeps the cluster's calibrated rates (``dask_tra_rates``, a request/reply handler: one
+  entry, the latest ``dask_tra.calibrate``'s, replaced by the next), so that every client of
+  the cluster plans with them; the placement query's reply carries them too (``rates.py``).
 
-Handlers validate what they are sent: a bad query gets an error reply, a bad hold message is
+Handlers validate what they are sent: a bad query or rates gets an error reply, a bad hold message is
 logged and dropped (a stream handler that raised would close the sender's stream). The hold
 table is bounded and purged on a timer and when a client leaves. Nothing of ``Scheduler`` or
 ``Client`` is replaced: the plugin uses distributed's hooks and handler tables only.
@@ -21,6 +24,8 @@ table is bounded and purged on a timer and when a client leaves. Nothing of ``Sc
 from __future__ import annotations
 
 import logging
+import statistics
+import time
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
@@ -31,6 +36,8 @@ from .amm import HOLD_S, Holds, KeepPinnedReplicas, bad_keys
 NAME = "dask-tra"
 SNAPSHOT_OP = "dask_tra_snapshot"  # client -> scheduler, request/reply
 HOLD_OP = "dask_tra_hold"  # client -> scheduler, one-way on the client's stream
+RATES_OP = "dask_tra_rates"  # client -> scheduler, request/reply: read or store calibrated rates
+MAX_WORKERS = 100_000  # the most worker addresses a stored calibration names
 PURGE = "dask-tra-purge-holds"  # the scheduler's periodic callback
 
 logger = logging.getLogger("distributed.scheduler.dask_tra")  # in the scheduler's own log
@@ -46,7 +53,10 @@ class DaskTraPlugin(SchedulerPlugin):
     def start(self, scheduler):
         self.scheduler = scheduler
         self.holds = Holds(self.hold_s)
+        self.calibration = None  # {"rates", "workers", "time"}: the latest calibration stored
+        self.generation = 0  # how many calibrations were stored
         scheduler.handlers[SNAPSHOT_OP] = self.handle_snapshot
+        scheduler.handlers[RATES_OP] = self.handle_rates
         scheduler.stream_handlers[HOLD_OP] = self.handle_hold
         purge = PeriodicCallback(self.holds.purge, max(self.hold_s / 3, 0.05) * 1000)
         scheduler.periodic_callbacks[PURGE] = purge
@@ -60,7 +70,40 @@ class DaskTraPlugin(SchedulerPlugin):
         problem = bad_keys(keys) or (f"unexpected arguments {sorted(unexpected)}" if unexpected else None)
         if problem is not None:
             return {"error": problem}
-        return amm.snapshot(self.scheduler, self.holds, keys)
+        return {**amm.snapshot(self.scheduler, self.holds, keys), "rates": self.rates_reply()}
+
+    def handle_rates(self, store=None, workers=(), **unexpected):
+        """No arguments: the rates reply. ``store`` (a dict of measured rates, ``rates.MEASURED``)
+        and ``workers`` (the addresses it measured): replace the stored calibration."""
+        from .rates import valid_rates
+
+        if unexpected:
+            return {"error": f"unexpected arguments {sorted(unexpected)}"}
+        if store is None:
+            return self.rates_reply()
+        problem = valid_rates(store) or (None if store else "no rates to store") or _bad_workers(workers)
+        if problem is not None:
+            return {"error": problem}
+        self.calibration = {"rates": {k: float(v) for k, v in store.items()}, "workers": sorted(workers)}
+        self.calibration["time"] = time.time()
+        self.generation += 1
+        return self.rates_reply()
+
+    def rates_reply(self) -> dict:
+        """What this cluster knows of the time objective's rates: the latest calibration (None
+        if none; ``generation`` counts this scheduler's calibrations, ``scheduler`` is its id),
+        and the scheduler's own bandwidth estimate (None until workers measured a transfer of
+        over 1 MB): the median over worker pairs of ``Scheduler.bandwidth_workers``."""
+        pairs = [float(v) for v in getattr(self.scheduler, "bandwidth_workers", {}).values() if v > 0]
+        c = self.calibration or {}
+        return {
+            "scheduler": self.scheduler.id,
+            "generation": self.generation,
+            "calibrated": c.get("rates"),
+            "workers": c.get("workers"),
+            "time": c.get("time"),
+            "bandwidth": statistics.median(pairs) if pairs else None,
+        }
 
     def handle_hold(self, keys=(), client=None, **unexpected):
         problem = bad_keys(keys) or (f"unexpected arguments {sorted(unexpected)}" if unexpected else None)
@@ -90,6 +133,14 @@ class DaskTraPlugin(SchedulerPlugin):
             purge.stop()
 
 
+def _bad_workers(workers) -> str | None:
+    if not isinstance(workers, (list, tuple)) or len(workers) > MAX_WORKERS:
+        return f"workers must be a list of at most {MAX_WORKERS} addresses"
+    if not all(isinstance(w, str) and len(w) <= 1000 for w in workers):
+        return "workers must be address strings"
+    return None
+
+
 def ensure_installed(client):
     """Register the plugin on the client's scheduler (once per client; the scheduler keeps
     the first registration of any client)."""
@@ -106,7 +157,26 @@ def query_snapshot(client, keys) -> tuple:
     out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys))
     if "error" in out:
         raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
+    from .rates import learn
+
+    learn(client.scheduler.address, out.get("rates"))
     return out["workers"], out["who_has"], out["computing"]
+
+
+def query_rates(client) -> dict:
+    """The cluster's rates reply (``DaskTraPlugin.rates_reply``), in one round trip."""
+    ensure_installed(client)
+    return client.sync(getattr(client.scheduler, RATES_OP))
+
+
+def store_rates(client, rates: dict, workers) -> dict:
+    """Store calibrated ``rates`` (measured on ``workers``) on the cluster's scheduler, for every
+    client of it; returns the new rates reply."""
+    ensure_installed(client)
+    out = client.sync(getattr(client.scheduler, RATES_OP), store=dict(rates), workers=list(workers))
+    if "error" in out:
+        raise ValueError(f"dask_tra's scheduler plugin refused the rates: {out['error']}")
+    return out
 
 
 def send_hold(client, keys) -> None:

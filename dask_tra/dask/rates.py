@@ -1,6 +1,29 @@
-"""The time objective's constants for the connected cluster: measured once, cheaply, and cached.
+"""The time objective's constants for the connected cluster: what the cluster already knows,
+measured only when asked (``dask_tra.calibrate(client)``), and shared by every client.
 
-``cluster_rates(client)`` times, on the cluster itself:
+Planning never runs a task on the cluster. The rates a plan is costed with come, each from
+the first of:
+
+1. ``dask_tra.config`` (``bandwidth``, ``task_overhead``, ``flop_rate``): always wins;
+2. the rates last calibrated on this cluster by any client, stored on the scheduler by
+   dask_tra's plugin (``plugin.RATES_OP``);
+3. the scheduler's own bandwidth estimate: the median over worker pairs of what workers
+   measured on their transfers of over 1 MB (``Scheduler.bandwidth_workers``; distributed's
+   ``Scheduler.bandwidth`` starts at the 100 MB/s of ``distributed.scheduler.bandwidth`` and
+   moves 5% per transfer, so for a long while it is the config default, not a measurement);
+4. the defaults of ``optimizer.Rates`` (a 1 Gbit/s cluster of CPU workers).
+
+The scheduler's per-prefix task durations are not used: a prefix's mean duration carries no
+flop count or task count to turn into a compute rate or a per-task overhead.
+
+What the cluster knows reaches a client with planning's placement query (one round trip it
+makes anyway) and is kept per scheduler in this process. A new calibration on the scheduler
+replaces it; the bandwidth estimate is kept as first seen, so that the plan ``explain()``
+shows is the plan ``compute()`` runs (a plan is cached per set of rates).
+``probe_rates=False`` plans with config values and the defaults only.
+
+``calibrate(client)`` times, on the cluster itself, in tasks whose keys all have the dashboard
+prefix ``dask_tra-calibrate``:
 
 - bandwidth: every worker fetching a 16 MiB block from the next at once, in a ring, as a
   plan's moves run: per worker, 16 MiB over the faster of two rings' wall time (after a 1 MiB
@@ -20,19 +43,21 @@
   thread gets when every worker computes (a host whose worker threads outnumber its cores, such
   as a LocalCluster of 4 workers on 2 cores, gives each about half its solo rate).
 
-Once per client and set of workers: about 2 s on a local 4-worker LocalCluster; on a slow
-network the two 16 MiB rings add 2 × 16 MiB ÷ the per-worker bandwidth (about 1.2 s at the
-28 MB/s of a 250 Mbit/s link). ``dask_tra.config`` values win over
-measured ones (``bandwidth``, ``task_overhead``, ``flop_rate``), and ``probe_rates=False``
-uses the defaults of ``optimizer.Rates`` instead of measuring.
+About 2 s on a local 4-worker LocalCluster (it also has every worker import dask_tra); on a
+slow network the two 16 MiB rings add 2 × 16 MiB ÷ the per-worker bandwidth (about 1.2 s at
+the 28 MB/s of a 250 Mbit/s link). Its tasks run beside whatever else the cluster runs: call it
+on an idle cluster, outside a ``diagnostics.measure()`` block (inside one, its transfers count
+in ``other_bytes``, never as a plan's).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import socket
 import time
+import uuid
 
 import numpy as np
 
@@ -40,7 +65,16 @@ from .. import config
 from ..optimizer import Rates
 from .ownership import mark
 
-_measured: dict = {}
+PREFIX = "dask_tra-calibrate"  # every calibration task's key prefix (``key_split``) on the dashboard
+MEASURED = ("bandwidth", "task_overhead", "flop_rate")  # what a calibration measures
+
+_known: dict = {}  # scheduler address -> the scheduler's rates reply (``plugin.rates_reply``), as kept
+
+
+def _name(kind: str) -> str:
+    """A calibration key: ``dask_tra-calibrate-<token>-<kind>``. The token starts with a digit,
+    so the dashboard's prefix (``key_split``) stops before it: every such key is ``PREFIX``."""
+    return f"{PREFIX}-0{uuid.uuid4().hex[:11]}-{kind}"
 
 
 def _block(nbytes):
@@ -79,9 +113,8 @@ def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     from .emit import Pins
-    from .sources import fresh_name
 
-    name = fresh_name("tra-probe-overhead")
+    name = _name("overhead")
     w, dsk, pins = len(workers), {}, {}
     for i in range(n // 2):
         dsk[(name, "made", i)], pins[(name, "made", i)] = (_made, cpu_s), [workers[i % w]]
@@ -96,11 +129,16 @@ def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
 
 def _ring_seconds(client, workers, nbytes) -> float:
     """Wall time of every worker fetching an ``nbytes`` block made on the next worker, at once."""
-    n = len(workers)
-    blocks = [client.submit(_block, nbytes, workers=[w], pure=False) for w in workers]
-    client.gather([client.submit(_nbytes, b, workers=[w], pure=False) for b, w in zip(blocks, workers)])
+    n, name = len(workers), _name("ring")
+    blocks = [client.submit(_block, nbytes, workers=[w], key=f"{name}-block-{i}") for i, w in enumerate(workers)]
+    here = [
+        client.submit(_nbytes, b, workers=[w], key=f"{name}-local-{i}") for i, (b, w) in enumerate(zip(blocks, workers))
+    ]
+    client.gather(here)
     t0 = time.perf_counter()
-    client.gather([client.submit(_nbytes, blocks[i], workers=[workers[(i + 1) % n]], pure=False) for i in range(n)])
+    client.gather(
+        [client.submit(_nbytes, blocks[i], workers=[workers[(i + 1) % n]], key=f"{name}-fetch-{i}") for i in range(n)]
+    )
     return time.perf_counter() - t0
 
 
@@ -129,8 +167,8 @@ def core_share(client) -> float:
 
 
 def measure(client, workers) -> dict:
-    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s ``workers`` (the planned
-    sites' addresses: the scheduler's worker list, read again here, may be briefly empty)."""
+    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s ``workers`` (addresses: the
+    scheduler's worker list, read again here, may be briefly empty). Runs tasks; stores nothing."""
     if not workers:
         return {}
     info = client.scheduler_info(n_workers=-1)["workers"]
@@ -148,9 +186,34 @@ def measure(client, workers) -> dict:
     marginal = (large - small - 240 * TASK_CPU_S / (threads * share)) / 240
     out["task_overhead"] = marginal if marginal > 0 else large / 300  # noise: the mean, an upper bound
     n = 512
-    secs = client.submit(_matmul_seconds, n, workers=[workers[0]], pure=False).result()
+    secs = client.submit(_matmul_seconds, n, workers=[workers[0]], key=_name("matmul")).result()
     out["flop_rate"] = 2 * n**3 / max(secs, 1e-6) * share
     return out
+
+
+def calibrate(client=None, workers=None) -> dict:
+    """Measure the time objective's rates on the cluster now, and store them on its scheduler.
+
+    ``client``: default, the current Client; ``workers``: the addresses to time (default:
+    every worker). Returns ``{"bandwidth": bytes/s per worker, "task_overhead": s per task,
+    "flop_rate": flop/s per worker}`` ({} for no workers: nothing is stored). Every client of
+    the cluster, in any process, plans with them from its next plan (``dask_tra.config``
+    values still win). Planning never calibrates by itself: call this once on an idle cluster
+    (about 2 s on a local 4-worker cluster), and again after the cluster changed. Its tasks
+    show on the dashboard as ``dask_tra-calibrate``."""
+    from .plugin import store_rates
+
+    if client is None:
+        from distributed import default_client
+
+        client = default_client()
+    if workers is None:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = tuple(sorted(workers))
+    measured = measure(client, workers)
+    if measured:
+        learn(client.scheduler.address, store_rates(client, measured, workers))
+    return measured
 
 
 def _in_event_loop(client) -> bool:
@@ -162,24 +225,85 @@ def _in_event_loop(client) -> bool:
         return False
 
 
+def valid_rates(rates) -> str | None:
+    """What is wrong with a dict of measured rates (None: nothing): names among ``MEASURED``,
+    values positive finite numbers."""
+    if not isinstance(rates, dict):
+        return f"rates must be a dict, not {type(rates).__name__}"
+    for k, v in rates.items():
+        if k not in MEASURED:
+            return f"unknown rate {k!r}; known: {list(MEASURED)}"
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            return f"rate {k!r} must be a positive finite number, not {v!r}"
+    return None
+
+
+def learn(address, reply) -> None:
+    """Keep a scheduler's rates reply (``plugin.rates_reply``) for planning in this process: the
+    first one, then one only when it carries another calibration or comes from another
+    scheduler at that address (so a plan stays the same plan while the scheduler's bandwidth
+    estimate drifts)."""
+    if not isinstance(reply, dict) or "generation" not in reply:
+        return
+    if valid_rates(reply.get("calibrated") or {}) is not None:
+        return
+    bandwidth = reply.get("bandwidth")
+    if bandwidth is not None and valid_rates({"bandwidth": bandwidth}) is not None:
+        return
+    kept = _known.get(address)
+    same = kept is not None and (kept.get("scheduler"), kept["generation"]) == (
+        reply.get("scheduler"),
+        reply["generation"],
+    )
+    if not same:
+        _known[address] = reply
+
+
+def forget(client=None) -> None:
+    """Drop what this process kept of a cluster's rates (every cluster's, without ``client``):
+    its next plan asks the scheduler again."""
+    if client is None:
+        _known.clear()
+    else:
+        _known.pop(client.scheduler.address, None)
+
+
+def cluster_rates(client) -> dict:
+    """The rates ``client``'s cluster knows (a subset of ``MEASURED``): its stored calibration
+    over the scheduler's bandwidth estimate. Asks the scheduler (one round trip) only when this
+    process kept nothing for it yet; {} inside the client's event loop, where it cannot ask."""
+    address = client.scheduler.address
+    if address not in _known:
+        if _in_event_loop(client) or client.status != "running":
+            return {}
+        from .plugin import query_rates
+
+        learn(address, query_rates(client))
+    kept = _known.get(address) or {}
+    out = {} if kept.get("bandwidth") is None else {"bandwidth": float(kept["bandwidth"])}
+    out.update({k: float(v) for k, v in (kept.get("calibrated") or {}).items()})
+    return out
+
+
+def rate_sources(where) -> dict:
+    """{rate: where its value comes from}: "config", "calibrated" (stored on the scheduler),
+    "scheduler" (its bandwidth estimate) or "default", for the three measured rates."""
+    known = {}
+    if config.get("probe_rates") and where.client is not None:
+        address = where.client.scheduler.address
+        cluster_rates(where.client)
+        kept = _known.get(address) or {}
+        known = {k: "calibrated" for k in kept.get("calibrated") or {}}
+        if kept.get("bandwidth") is not None:
+            known.setdefault("bandwidth", "scheduler")
+    return {k: "config" if config.get(k) is not None else known.get(k, "default") for k in MEASURED}
+
+
 def current_rates(where) -> Rates:
-    """Rates for planning on ``where`` (a ``Sites``): config, else measured (cached), else defaults."""
+    """Rates for planning on ``where`` (a ``Sites``): config, else what the cluster knows (see
+    the module doc), else defaults. Runs no task."""
     given = {f.name: config.get(f.name) for f in dataclasses.fields(Rates)}
     rates = {k: float(v) for k, v in given.items() if v is not None}
-    measured = ("bandwidth", "task_overhead", "flop_rate")
-    probe = any(k not in rates for k in measured) and config.get("probe_rates")
-    if probe and where.client is not None and not _in_event_loop(where.client):
-        rates = {**ensure_measured(where.client, where.workers), **rates}
+    if config.get("probe_rates") and where.client is not None and any(k not in rates for k in MEASURED):
+        rates = {**cluster_rates(where.client), **rates}
     return Rates(**rates)
-
-
-def ensure_measured(client, workers=None) -> dict:
-    """The measured rates of ``client``'s cluster (``workers``: its sorted worker addresses),
-    measuring them now if they are not cached. ``diagnostics.measure`` calls it on entry so
-    that the probe's own transfers never fall inside a measured block."""
-    if workers is None:
-        workers = tuple(sorted(client.scheduler_info(n_workers=-1)["workers"]))
-    key = (client.scheduler.address, tuple(workers))
-    if key not in _measured:
-        _measured[key] = measure(client, workers)
-    return _measured[key]
