@@ -50,7 +50,8 @@ def test_default_is_in_dasks_words(matmul_sum):
     assert "3-D split: 2×2×1 workers" in text  # the chosen d=[2, 2, 1], by what it does
     assert "MiB" in text and "KiB" not in text  # dask's units (kiB)
     assert "next best: broadcast the smaller input to every worker" in text
-    assert repr(matmul_sum) == text and matmul_sum._repr_html_().startswith("<pre>")  # not a dataclass dump
+    assert repr(matmul_sum) == text  # not a dataclass dump
+    assert matmul_sum._repr_html_().startswith('<div class="dask-tra-explain"')  # HTML that wraps, not a <pre>
     assert "OperatorReport(" not in repr(matmul_sum)
 
 

@@ -175,7 +175,8 @@ def test_explain_reports_operators_and_renders():
     assert "matmul: cmm" in text and "candidates:" in text and "bmm=" in text
     assert p.explain.predicted_bytes == p.cost.bytes_moved
     assert set(p.explain.predicted_peak_memory) <= set(range(10))
-    assert "<pre>" in p.explain._repr_html_()
+    assert "dask-tra-explain" in p.explain._repr_html_() and "<svg" in p.explain._repr_html_()
+    assert "<pre" in p.explain.view(detail="algebra")._repr_html_()  # the algebra's tree keeps its columns
 
 
 def test_project_refuses_partial_results():

@@ -9,6 +9,7 @@ from ..dask.sources import DaskSource, PersistedSource
 from ..tra import TRAError
 from .methods import ArrayMethods
 from .naming import array_name
+from .planview import explain_of
 from .zerofill import assemble_held, densify, fill_missing
 
 
@@ -114,9 +115,7 @@ class RelArray(ArrayMethods, DaskCollection):
         """The plan report: chosen strategies, candidates with predicted bytes, peak memory,
         and bytes measured if the array was computed inside ``dask_tra.diagnostics.measure()``.
         ``detail="algebra"``: in the algebra's terms; ``full=True``: every step and alternative."""
-        if sites is None and self._last_explain is not None:
-            return self._last_explain.view(detail, full)
-        return self.planned(sites)[0].explain.view(detail, full)
+        return explain_of(self, sites, detail, full)
 
     @classmethod
     def _from_persisted(cls, dsk, type_, name, device=None, lineage=None, rename=None):

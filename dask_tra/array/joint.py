@@ -16,6 +16,7 @@ moving it where they need it: each forward intermediate is computed once.
 from __future__ import annotations
 
 from .core import RelArray
+from .planview import explain_of
 from ..dask.collection import DaskCollection
 from ..dask.sources import fresh_name
 
@@ -63,9 +64,7 @@ class Joint(DaskCollection):
         """The report of the one plan computing every output (with the bytes its graph moves,
         once the graph was built); ``detail="algebra"``: in the algebra's terms, ``full``: every
         step (``Explain.view``)."""
-        if sites is None and self._last_explain is not None:
-            return self._last_explain.view(detail, full)
-        return self.planned(sites)[0].explain.view(detail, full)
+        return explain_of(self, sites, detail, full)
 
     def __dask_keys__(self):
         return [a.__dask_keys__() for a in self.arrays]

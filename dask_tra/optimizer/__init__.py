@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..tra.dag import render
 from ..tra import expr as tra
 from ..tra.expr import Expr
 from . import cache
+from .blocks import block_grids
 from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
@@ -76,6 +77,7 @@ class Plan:
             breakdown=self.rates.breakdown(
                 cost.bytes_moved, cost.tasks, np.array(cost.site_flops), received_by, cost.terms, sent_by
             ),
+            grids=partial(block_grids, self),
         )
 
     @property

@@ -11,7 +11,9 @@ the steps that move data, ``full=True`` every step and every alternative.
 from __future__ import annotations
 
 import html
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..tra import expr as tra
@@ -217,6 +219,9 @@ class Explain:
     measured_gather: bool = False  # the measured bytes include gathering the result (it was computed)
     detail: str = "dask"  # "dask" or "algebra": the words of ``str()``
     full: bool = False  # every step and alternative, not only the steps that move data
+    workers: tuple = ()  # each site's worker (dask addresses on a Client); empty: "worker 0", ...
+    # limit -> the picture's ``blocks.BlockGrid``s (who holds each block), read from the plan on request
+    grids: Callable | None = field(default=None, repr=False, compare=False)
 
     def view(self, detail: str | None = None, full: bool | None = None) -> Explain:
         """The same report, shown in ``detail``'s words (``"dask"`` or ``"algebra"``), in ``full``."""
@@ -243,8 +248,57 @@ class Explain:
     def __repr__(self):
         return self.text()
 
+    def worker_names(self) -> list:
+        """Each site's worker: its dask address on a Client, else ``worker i``."""
+        if len(self.workers) == self.sites:
+            return [str(w) for w in self.workers]
+        return [f"worker {i}" for i in range(self.sites)]
+
+    def block_grids(self, limit: int | None = None) -> tuple:
+        """Where each block of each input, each contraction's operands and the output is
+        (``blocks.BlockGrid``; at most ``limit`` blocks along an axis), or () if unknown."""
+        if self.grids is None:
+            return ()
+        return self.grids() if limit is None else self.grids(limit)
+
     def _repr_html_(self):
-        return f"<pre>{html.escape(self.text())}</pre>"
+        """The text as HTML that wraps, with the picture when ``dask_tra`` is imported (its
+        renderer, ``register_html``); the text alone otherwise."""
+        render = _RENDERER.get("html")
+        return render(self) if render is not None else self.html_text()
+
+    def html_text(self) -> str:
+        """The text as HTML: one list item per line, nested as the text is indented, wrapping."""
+        text = self.text()
+        if self.detail != "dask":
+            return f'<pre style="white-space: pre-wrap; overflow-wrap: anywhere">{html.escape(text)}</pre>'
+        return text_html(text)
+
+    def visualize(self, filename: str | None = "explain", format: str | None = None):
+        """Write the HTML form (the text and the picture of which worker holds each block) to
+        ``filename``, as dask's ``visualize`` writes its graph: ``.html`` is added to a name
+        without it; ``filename=None`` writes nothing. Returns an ``IPython.display.HTML`` of it
+        (None without IPython)."""
+        if format is None and filename is not None and filename.lower().endswith((".html", ".htm")):
+            filename, ext = os.path.splitext(filename)
+            format = ext[1:].lower()
+        format = format or "html"
+        if format not in ("html", "htm"):
+            raise ValueError(f"format={format!r}: explain().visualize writes html")
+        page = (
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>dask_tra plan</title>\n'
+            "<style>body { font-family: sans-serif; }</style></head>\n"
+            f"<body>\n{self._repr_html_()}\n</body></html>\n"
+        )
+        path = None if filename is None else f"{filename}.{format}"
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        try:
+            from IPython.display import HTML
+        except ImportError:  # as dask's visualize: no display object without IPython
+            return None
+        return HTML(data=page) if path is None else HTML(filename=path)
 
     # ------------------------------------------------------------ dask's words
 
@@ -360,6 +414,49 @@ class Explain:
             lines.extend("  " + s for s in steps)
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+_RENDERER: dict = {}  # "html" -> the renderer with the picture (``dask_tra.array.planview``)
+
+
+def register_html(render: Callable | None) -> None:
+    """Make ``render(explain) -> str`` the HTML form of every ``Explain`` (None: the text alone).
+    The layer above the optimizer draws the picture (with ``dask.array.svg``: the optimizer
+    imports no dask) and registers it when ``dask_tra`` is imported."""
+    if render is None:
+        _RENDERER.pop("html", None)
+    else:
+        _RENDERER["html"] = render
+
+
+_LABELS = re.compile(r"^(moves|memory|time|measured|steps):")
+
+
+def text_html(text: str) -> str:
+    """``explain()``'s text as nested HTML lists: a line indented deeper than the one above it
+    is its item's child; lines wrap (a long line continues indented under its start)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    out = ['<div class="dask-tra-explain-text" style="overflow-wrap: anywhere; max-width: 100%">']
+    if lines:
+        out.append(f"<strong>{html.escape(lines[0])}</strong>")
+    ul = '<ul style="list-style: none; margin: 0; padding-left: 1.5em; text-indent: -1em">'
+    stack: list[int] = []  # the indents of the open lists
+    for line in lines[1:]:
+        indent = len(line) - len(line.lstrip(" "))
+        while stack and indent < stack[-1]:
+            out.append("</li></ul>")
+            stack.pop()
+        if stack and indent == stack[-1]:
+            out.append("</li>")
+        else:
+            out.append(ul)
+            stack.append(indent)
+        body = html.escape(" ".join(line.split()))
+        body = _LABELS.sub(r"<b>\1:</b>", body)
+        out.append(f"<li>{body}")
+    out.extend("</li></ul>" for _ in stack)
+    out.append("</div>")
+    return "".join(out)
 
 
 def _ranked(op):

@@ -1,0 +1,146 @@
+"""Which worker holds or computes each block: the data of ``explain()``'s picture.
+
+For each input, the worker(s) its blocks are made on or already held by (the IA plan's
+``Placed`` nodes); for each contraction (matmul, einsum), the workers each operand's blocks
+are on once the contraction's moves are done, that is where they are sent; for each output,
+the worker computing each block (the plan's result layout). Read from the chosen plan on
+request (``Explain.block_grids``), for at most ``limit`` blocks along each axis, so a grid of
+millions of blocks costs no more than a small one. No Dask here: ``dask_tra.array.planview``
+draws it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..ia.nodes import Placed
+from ..tra import expr as tra
+from ..tra.dag import walk_many
+from .explain import _CONTRACTIONS, input_name, operand, operation
+from .search import chosen, kind_of
+
+LIMIT = 32  # blocks shown along each axis
+
+
+@dataclass(frozen=True)
+class BlockGrid:
+    """One relation's block grid and where each block is.
+
+    ``role``: ``"input"`` (held or made there), ``"sent"`` (where a contraction has the operand's
+    blocks), ``"output"`` (computed there). ``numblocks``: the whole grid; ``chunks``: the
+    extent of each shown block along each shown axis (at most two: a grid of more axes shows
+    its last two at index 0 of the others, ``note`` says so); ``sites``: per shown block, in
+    row-major order, the sorted workers holding it (empty: no such block, a block-sparse
+    relation's hole); ``shape``: the relation's extent along the shown axes (None: unknown)."""
+
+    label: str
+    role: str
+    numblocks: tuple
+    chunks: tuple
+    sites: tuple
+    shape: tuple | None = None
+    note: str = ""
+    caption: str = ""
+
+    @property
+    def shown(self) -> tuple:
+        return tuple(len(c) for c in self.chunks)
+
+    @property
+    def nblocks(self) -> int:
+        """Blocks held among those shown."""
+        return sum(1 for s in self.sites if s)
+
+
+def block_grids(plan, limit: int = LIMIT) -> tuple:
+    """The picture's grids for ``plan`` (an ``optimizer.Plan``): inputs, contraction operands
+    as sent, outputs; each at most ``limit`` blocks along each axis."""
+    s = plan.sites
+    placed: dict[str, list] = {}
+    for root in plan.roots:
+        for node in root.walk():
+            if isinstance(node, Placed):
+                placed.setdefault(node.input.name, []).append(node.placement)
+    grids = []
+    inputs = [n for n in walk_many(plan.exprs) if isinstance(n, tra.Input)]
+    for node in inputs:
+        where = placed.get(node.name)
+        if not where:
+            continue
+        f = node.type.frontier
+
+        def sites_of(key, f=f, where=where):
+            return tuple(sorted({t for p in where for t in p.sites(key, f, s)}))
+
+        grids.append(_grid(input_name(node.name), "input", node.type, sites_of, limit))
+    for alt in chosen(plan.alts):
+        cand = plan.cands.get(id(alt))
+        if cand is None or kind_of(alt.node) not in _CONTRACTIONS:
+            continue
+        verb = operation(alt.node)
+        for child, present in zip(alt.inputs, cand.present):
+            name = operand(child.node)
+            sent = _grid(name, "sent", child.node.type, _rows(present, child.node.type), limit)
+            same = next((j for j, g in enumerate(grids) if g.role == "input" and _same(g, sent)), None)
+            if same is None:
+                grids.append(replace(sent, caption=f"{verb}: where {name}'s blocks go"))
+            else:  # nothing of it moves: said under the input's grid, not drawn twice
+                grids[same] = replace(grids[same], caption=f"input {name}: {verb} reads it where it is")
+    roots = plan.alts
+    for i, alt in enumerate(roots):
+        label = "result" if len(roots) == 1 else f"result {i}"
+        grids.append(_grid(label, "output", alt.node.type, _rows(alt.layout, alt.node.type), limit))
+    return tuple(grids)
+
+
+def _same(a: BlockGrid, b: BlockGrid) -> bool:
+    return (a.label, a.numblocks, a.sites) == (b.label, b.numblocks, b.sites)
+
+
+def _rows(layout: np.ndarray, t):
+    """key -> the sites holding it, from a layout (one row per key below the frontier)."""
+    f = tuple(t.frontier)
+
+    def sites_of(key):
+        row = int(np.ravel_multi_index(key, f)) if f else 0
+        return tuple(int(x) for x in np.flatnonzero(layout[row]))
+
+    return sites_of
+
+
+def _grid(label, role, t, sites_of, limit, caption="") -> BlockGrid:
+    f = tuple(t.frontier)
+    nd = len(f)
+    shown_dims = tuple(range(max(0, nd - 2), nd))  # the last two axes
+    lead = (0,) * (nd - len(shown_dims))
+    counts = [min(f[d], limit) for d in shown_dims]
+    notes = []
+    if lead:
+        notes.append(f"blocks [{', '.join(['0'] * len(lead))}, :, :] of a {'×'.join(map(str, f))} grid")
+    if any(f[d] > limit for d in shown_dims):
+        notes.append(f"the first {'×'.join(map(str, counts))} of {'×'.join(str(f[d]) for d in shown_dims)} blocks")
+    extents = [_extents(t, d, limit) for d in shown_dims]
+    chunks = tuple(e[0][:n] if e is not None else (1,) * n for e, n in zip(extents, counts))
+    shape = None if any(e is None for e in extents) else tuple(e[1] for e in extents if e is not None)
+    keys = t.keys
+    sites = []
+    for idx in itertools.product(*(range(n) for n in counts)):
+        key = lead + tuple(idx)
+        sites.append(() if keys is not None and key not in keys else sites_of(key))
+    return BlockGrid(label, role, f, chunks, tuple(sites), shape, "; ".join(notes), caption)
+
+
+def _extents(t, d, limit):
+    """(the chunk extents along key dim ``d`` as far as ``limit`` blocks, the relation's extent
+    along it), or None unless chunk axis ``d`` follows key dim ``d`` alone (an array's grid)."""
+    if t.rank != t.key_arity:
+        return None
+    ax, n = t.axes[d], t.frontier[d]
+    if ax.key_dims == (d,):
+        return tuple(int(x) for x in ax.sizes[:limit]), int(ax.sizes.sum())
+    if not ax.key_dims:
+        return (int(ax.sizes),) * min(n, limit), int(ax.sizes) * n
+    return None

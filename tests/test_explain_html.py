@@ -1,0 +1,205 @@
+"""explain()'s HTML form: the text as HTML that wraps, and a picture of which worker holds each
+block of each input, where a contraction sends its operands' blocks, and which worker computes
+each output block (``dask_tra.array.planview`` on ``dask.array.svg``); ``visualize()`` writes it
+to a file. Rendered in headless Chromium where one is installed."""
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+import dask_tra as dt
+from dask_tra.array.planview import palette
+from dask_tra.optimizer import plan
+from dask_tra.optimizer.blocks import block_grids
+from dask_tra.optimizer.explain import register_html
+from dask_tra.tra import Aggregate, Input, Join, split
+from dask_tra.tra import kernels as K
+
+
+@pytest.fixture(scope="module")
+def matmul_sum():
+    a = dt.random.uniform(-1, 1, (4000, 4000), chunks=(1000, 500), seed=1)
+    b = dt.from_array(np.random.default_rng(0).random((4000, 2000)), chunks=(500, 500))
+    return (a @ b).sum(0).explain(sites=4)
+
+
+class _Figures(HTMLParser):
+    """Each ``<figure class="dask-tra-grid">``: its role, caption text and block rects' attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.figures, self.legend, self._in_caption, self._in_legend = [], [], False, 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "figure" and a.get("class") == "dask-tra-grid":
+            self.figures.append({"role": a["data-role"], "blocks": [], "copies": [], "caption": ""})
+        elif tag == "rect" and a.get("class") in ("block", "copy"):
+            self.figures[-1]["blocks" if a["class"] == "block" else "copies"].append(a)
+        elif tag == "figcaption":
+            self._in_caption = True
+        elif tag == "div" and a.get("class") == "dask-tra-legend":
+            self._in_legend = 1
+        elif self._in_legend and tag == "span" and "background" in a.get("style", ""):
+            self.legend.append(re.search(r"background: ([^;\"]+)", a["style"]).group(1))
+
+    def handle_endtag(self, tag):
+        if tag == "figcaption":
+            self._in_caption = False
+        elif tag == "div" and self._in_legend:
+            self._in_legend = 0
+
+    def handle_data(self, data):
+        if self._in_caption:
+            self.figures[-1]["caption"] += data
+
+
+def _parse(page):
+    p = _Figures()
+    p.feed(page)
+    return p
+
+
+def _fill(rect):
+    return re.search(r"fill:([^;]+);", rect["style"]).group(1)
+
+
+def test_one_coloured_cell_per_block_coloured_by_its_worker(matmul_sum):
+    page = matmul_sum._repr_html_()
+    p = _parse(page)
+    colours = palette(4)
+    assert p.legend == colours  # one colour per worker, named in the legend
+    assert all(f"worker {i}" in page for i in range(4))
+    by_role = {}
+    for f in p.figures:
+        by_role.setdefault(f["role"], []).append(f)
+    # A is 4×8 blocks, B 8×4, the result 4: every block one rect, filled with its worker's colour
+    assert [len(f["blocks"]) for f in by_role["input"]] == [32, 32]
+    assert [len(f["blocks"]) for f in by_role["output"]] == [4]
+    for f in p.figures:
+        for rect in f["blocks"]:
+            workers = [int(w) for w in rect["data-workers"].split(",")]
+            assert _fill(rect) == colours[workers[0]]
+            assert 0 < float(rect["width"]) and 0 < float(rect["height"])
+    # the result's 4 blocks are computed on the 4 workers, one each
+    assert sorted(_fill(r) for r in by_role["output"][0]["blocks"]) == sorted(colours)
+    # the 3-D split copies each of B's blocks to 2 workers: one stripe per extra copy
+    sent = by_role["sent"]
+    assert len(sent) == 1 and "matmul: where array's blocks go" in sent[0]["caption"]
+    assert all(len(r["data-workers"].split(",")) == 2 for r in sent[0]["blocks"])
+    assert len(sent[0]["copies"]) == 32
+    # A stays where it is made: said once, under its grid
+    assert "matmul reads it where it is" in by_role["input"][0]["caption"]
+
+
+def test_the_grids_are_where_the_plan_puts_each_block(matmul_sum):
+    grids = {(g.role, g.label): g for g in matmul_sum.block_grids()}
+    a, b, sent = grids["input", "random_uniform"], grids["input", "array"], grids["sent", "array"]
+    assert a.numblocks == (4, 8) and a.shape == (4000, 4000) and a.chunks == ((1000,) * 4, (500,) * 8)
+    assert b.numblocks == (8, 4) and b.shape == (4000, 2000)
+    # every block on one worker, each worker holding a quarter of A
+    assert all(len(s) == 1 for s in a.sites) and sorted(s[0] for s in a.sites) == [0] * 8 + [1] * 8 + [2] * 8 + [3] * 8
+    for held, copies in zip(b.sites, sent.sites):  # B's blocks are copied from where they are
+        assert set(held) < set(copies) and len(copies) == 2
+    assert grids["output", "result"].sites == ((0,), (1,), (2,), (3,))
+
+
+def test_the_html_text_wraps_and_says_what_the_text_says(matmul_sum):
+    page = matmul_sum._repr_html_()
+    assert "<pre" not in page and "white-space: pre" not in page
+    words = re.sub(r"<[^>]+>", " ", page.split('<div style="margin-top')[0])
+    import html
+
+    for line in str(matmul_sum).splitlines():  # each line of the text, its spaces collapsed
+        assert " ".join(line.split()) in " ".join(html.unescape(words).split()), line
+    assert "<pre" in matmul_sum.view(detail="algebra")._repr_html_()  # the tree keeps its columns
+
+
+def test_a_huge_grid_shows_its_first_blocks_and_says_so():
+    x = dt.random.random((2000, 2000), chunks=10, seed=3)  # 200×200 blocks
+    e = (x + 1).sum(0).explain(sites=3)
+    grids = e.block_grids(limit=16)
+    assert grids[0].numblocks == (200, 200) and len(grids[0].sites) == 16 * 16
+    assert "the first 16×16 of 200×200 blocks" in grids[0].note
+    page = e._repr_html_()
+    assert "of 200×200 blocks" in page and page.count('<rect class="block"') < 2000
+
+
+def test_workers_are_named_by_their_addresses():
+    e = dt.random.random((40, 40), chunks=10, seed=3).sum(0).explain(sites=2)
+    assert e.worker_names() == ["worker 0", "worker 1"]
+    named = e.view(full=True)
+    named.workers = ("tcp://10.0.0.1:4001", "tcp://10.0.0.2:4001")
+    page = named._repr_html_()
+    assert "tcp://10.0.0.1:4001" in page and "worker 0" not in page
+
+
+def test_without_the_renderer_the_html_is_the_text():
+    """The optimizer alone (no dask): the text as HTML, no picture."""
+    t, _ = split(np.ones((4, 4)), (2, 2))
+    p = plan(Aggregate(Join(Input("A", t), Input("B", t), [1], [0], K.matmul), [0, 2], K.add), 2)
+    from dask_tra.array import planview
+
+    register_html(None)
+    try:
+        page = p.explain._repr_html_()
+        assert "dask-tra-explain-text" in page and "<svg" not in page
+    finally:
+        register_html(planview.render)
+    page = p.explain._repr_html_()
+    grids = block_grids(p)
+    assert [g.label for g in grids if g.role == "input"] == ["A", "B"] and grids[-1].role == "output"
+    assert page.count('<rect class="block"') == sum(g.nblocks for g in grids) == 4 * len(grids)
+
+
+def test_visualize_writes_the_html_as_dask_does(matmul_sum, tmp_path):
+    out = matmul_sum.visualize(str(tmp_path / "plan"))  # dask's convention: the extension is added
+    page = (tmp_path / "plan.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and matmul_sum._repr_html_() in page
+    assert out is None or type(out).__name__ == "HTML"
+    matmul_sum.visualize(str(tmp_path / "other.html"))
+    assert (tmp_path / "other.html").exists() and not (tmp_path / "other.html.html").exists()
+    with pytest.raises(ValueError, match="html"):
+        matmul_sum.visualize(str(tmp_path / "plan"), format="png")
+    assert not list(tmp_path.glob("*.png"))
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no Chromium installed")
+
+
+_MEASURE = """<script>
+document.title = JSON.stringify({
+  width: document.documentElement.scrollWidth,
+  blocks: document.querySelectorAll("svg rect.block").length,
+  filled: Array.from(document.querySelectorAll("svg rect.block")).filter(
+    r => !["none", "rgb(0, 0, 0)", ""].includes(getComputedStyle(r).fill)).length,
+  svgs: document.querySelectorAll("figure.dask-tra-grid svg").length,
+});
+</script>"""
+
+
+def test_rendered_in_chromium_it_fits_a_1000_pixel_window(matmul_sum, tmp_path):
+    browser = _chromium()
+    matmul_sum.visualize(str(tmp_path / "plan"))
+    page = (tmp_path / "plan.html").read_text().replace("</body>", _MEASURE + "</body>")
+    (tmp_path / "plan.html").write_text(page)
+    run = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,800",
+         "--dump-dom", (tmp_path / "plan.html").as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    found = re.search(r"<title>(.*?)</title>", run.stdout)
+    assert found, run.stderr[-2000:]
+    got = json.loads(found.group(1).replace("&quot;", '"'))
+    assert got["width"] <= 1000, got  # nothing runs past the window: no horizontal scrolling
+    assert got["blocks"] == 32 + 32 + 32 + 4 == got["filled"], got  # A, B, B as sent, the result
+    assert got["svgs"] == 4
