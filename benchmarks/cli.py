@@ -191,9 +191,10 @@ def run(args):
         networked = not desc.startswith("loopback")
         print(f"[bench] cluster: {desc}")
         runner = ClusterRunner(client, lazy_inputs=args.inputs == "lazy")
-        from dask_tra.dask.rates import ensure_measured
-        rates = ensure_measured(client)  # what every plan of this run is costed with
-        print(f"[bench] time objective's rates (probed): {report.describe_rates(rates)}")
+        import dask_tra
+        # measured now, stored on the scheduler: what every plan of this run is costed with
+        rates = dask_tra.calibrate(client)
+        print(f"[bench] time objective's rates (dask_tra.calibrate): {report.describe_rates(rates)}")
         try:
             for w in runnable:
                 dims = w.size(args.quick, large)

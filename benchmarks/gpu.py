@@ -83,7 +83,10 @@ def start_gpu_cluster(n_workers, memory_limit="16GiB"):
     os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                            resources={"GPU": 1}, memory_limit=memory_limit)
-    return cluster, Client(cluster)
+    client = Client(cluster)
+    import dask_tra
+    dask_tra.calibrate(client)  # the rates plans are costed with (planning never measures them)
+    return cluster, client
 
 
 def make_inputs(specs, backend, seed):

@@ -176,10 +176,10 @@ def run(args):
     out["build"] = build_rows()
     with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None) as cl, \
             Client(cl) as client:
-        from dask_tra.dask.rates import ensure_measured
-        # the one-off probe of the cluster's rates is not planning time (it also has every worker
-        # import dask_tra, and so dask.array, before the first timed row)
-        ensure_measured(client)
+        import dask_tra
+        # the cluster's rates, measured once before any timed row (planning never measures; this
+        # also has every worker import dask_tra, and so dask.array, before the first timed row)
+        dask_tra.calibrate(client)
         out["iteration"] = iteration_rows(client)
         out["depth"] = depth_row(client)
         out["reuse"] = reuse_rows(client)

@@ -40,7 +40,13 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
         client = Client(cluster)
     n = len(client.scheduler_info(n_workers=-1)["workers"])
     link = dashboard_link(client)
-    print(f"dask_tra demo on {n} workers" + (f" (dashboard: {link})" if link else ""))
+    if link:
+        where = f" (dashboard: {link})"
+    elif scheduler is None and not bokeh_ok():
+        where = f' (no dashboard: it needs {_bokeh_requirement()}: pip install "dask_tra[diagnostics]")'
+    else:
+        where = ""
+    print(f"dask_tra demo on {n} workers{where}")
     # measured once, stored on the scheduler for every client of this cluster; also has every
     # worker import dask_tra, so no product's time includes it
     rates = dt.calibrate(client)
@@ -95,13 +101,16 @@ def describe_rates(rates: dict) -> str:
     return ", ".join(words[k].format(v * scale[k]) for k, v in rates.items()) or "none (one worker)"
 
 
-def _dashboard_served(dask_scheduler) -> bool:
-    """On the scheduler: whether it serves a dashboard, with a bokeh distributed accepts (without
-    one it serves only a page saying "Dask needs bokeh>=3.1.0")."""
+def _bokeh_requirement() -> str:
+    from distributed.versions import BOKEH_REQUIREMENT
+
+    return str(BOKEH_REQUIREMENT)
+
+
+def bokeh_ok() -> bool:
+    """Whether this process has a bokeh the Dask dashboard accepts (distributed's own check)."""
     import warnings
 
-    if "dashboard" not in dask_scheduler.services:
-        return False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -109,6 +118,12 @@ def _dashboard_served(dask_scheduler) -> bool:
     except ImportError:
         return False
     return True
+
+
+def _dashboard_served(dask_scheduler) -> bool:
+    """On the scheduler: whether it serves a dashboard, with a bokeh distributed accepts (without
+    one it serves only a page saying "Dask needs bokeh>=3.1.0")."""
+    return "dashboard" in dask_scheduler.services and bokeh_ok()
 
 
 def dashboard_link(client, timeout=3.0) -> str | None:
