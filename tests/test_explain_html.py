@@ -203,3 +203,41 @@ def test_rendered_in_chromium_it_fits_a_1000_pixel_window(matmul_sum, tmp_path):
     assert got["width"] <= 1000, got  # nothing runs past the window: no horizontal scrolling
     assert got["blocks"] == 32 + 32 + 32 + 4 == got["filled"], got  # A, B, B as sent, the result
     assert got["svgs"] == 4
+
+
+def test_on_a_client_the_picture_names_workers_by_address_and_is_where_blocks_are(client):
+    """The legend names the workers by their addresses, and the worker drawn for each result
+    block is the worker holding it once persisted (the report of that run, not asked before)."""
+    from distributed import futures_of, wait
+
+    a = dt.random.uniform(-1, 1, (400, 400), chunks=(100, 50), seed=1)
+    b = dt.from_array(np.random.default_rng(0).random((400, 200)), chunks=(50, 50))
+    y = (a @ b).sum(0)
+    persisted = y.persist()
+    wait(persisted)
+    report = y.explain()
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    assert report.worker_names() == workers
+    page = report._repr_html_()
+    assert all(w in page for w in workers) and "worker 0" not in page
+    out = next(g for g in report.block_grids() if g.role == "output")
+    who = client.who_has(futures_of(persisted))
+    held = {key[1:]: set(sites) for key, sites in who.items()}
+    for i, sites in enumerate(out.sites):
+        assert {workers[t] for t in sites} == held[(i,)], (i, sites, held)
+
+
+def test_inputs_of_one_name_are_numbered_and_each_operand_drawn_once():
+    x = dt.random.random((40, 40), chunks=10, seed=3)
+    w = dt.random.random((40, 40), chunks=10, seed=4)
+    grids = (x @ w).explain(sites=2).block_grids()
+    assert [g.label for g in grids if g.role == "input"] == ["random_random (1)", "random_random (2)"]
+    grids = (x @ x).explain(sites=2).block_grids()  # one input read twice: its two placements
+    assert len({(g.label, g.sites) for g in grids}) == len(grids)  # no grid drawn twice
+    for g in grids:
+        if g.role == "sent":
+            assert g.caption.endswith(("(as its left operand)", "(as its right operand)")), g.caption
+    x3 = dt.random.random((20, 20, 20), chunks=10, seed=3)
+    (g,) = [g for g in x3.sum().explain(sites=2).block_grids() if g.role == "input"]
+    assert g.numblocks == (2, 2, 2) and len(g.sites) == 4 and g.note == "blocks [0, :, :] of a 2×2×2 grid"
+    assert x3.sum().explain(sites=2)._repr_html_().count('<rect class="block"') == 4 + 1

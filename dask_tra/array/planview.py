@@ -121,21 +121,19 @@ def grid_svg(g: BlockGrid, names, colours, size: int = SIZE) -> tuple[str, int]:
             )
     lines, (_, max_x, _, max_y) = svg_grid(x, y, size=size)
     lines = [ln for ln in lines if "<polygon" not in ln and "Colored Rectangle" not in ln]  # the cells are coloured
-    text = []
-    if g.shape is not None:
-        rows, cols = ((1,) + g.shape)[-2:]
-        rotate = -90 if rows >= 100 else 0
-        text = [
-            f'  <text x="{max_x / 2}" y="{max_y + 20}" {text_style} >{cols}</text>',
+    text = []  # the extents, where dask.array writes them: columns below, rows to the right
+    if g.shape:
+        text.append(f'  <text x="{max_x / 2}" y="{max_y + 20}" {text_style} >{g.shape[-1]}</text>')
+    if g.shape is not None and len(g.shape) > 1:
+        rows, rotate = g.shape[-2], -90 if g.shape[-2] >= 100 else 0
+        text.append(
             f'  <text x="{max_x + 20}" y="{max_y / 2}" {text_style}'
             f' transform="rotate({rotate},{max_x + 20},{max_y / 2})">{rows}</text>'
-            if len(g.shape) > 1
-            else "",
-        ]
+        )
     width = int(max_x + 50)
     svg = (
         f'<svg width="{width}" height="{int(max_y + 50)}" style="stroke:rgb(0,0,0);stroke-width:1" >\n'
-        + "\n".join(rects + lines + [t for t in text if t])
+        + "\n".join(rects + lines + text)
         + "\n</svg>"
     )
     return svg, width

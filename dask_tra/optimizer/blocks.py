@@ -23,6 +23,7 @@ from .explain import _CONTRACTIONS, input_name, operand, operation
 from .search import chosen, kind_of
 
 LIMIT = 32  # blocks shown along each axis
+SENT = 8  # contraction operands drawn at most
 
 
 @dataclass(frozen=True)
@@ -65,35 +66,60 @@ def block_grids(plan, limit: int = LIMIT) -> tuple:
             if isinstance(node, Placed):
                 placed.setdefault(node.input.name, []).append(node.placement)
     grids = []
-    inputs = [n for n in walk_many(plan.exprs) if isinstance(n, tra.Input)]
+    inputs = [n for n in walk_many(plan.exprs) if isinstance(n, tra.Input) and placed.get(n.name)]
+    labels = _labels(inputs)
     for node in inputs:
-        where = placed.get(node.name)
-        if not where:
-            continue
-        f = node.type.frontier
+        where, f = placed[node.name], node.type.frontier
 
         def sites_of(key, f=f, where=where):
             return tuple(sorted({t for p in where for t in p.sites(key, f, s)}))
 
-        grids.append(_grid(input_name(node.name), "input", node.type, sites_of, limit))
+        grids.append(_grid(labels[node.name], "input", node.type, sites_of, limit))
+    sent, more = 0, 0
     for alt in chosen(plan.alts):
         cand = plan.cands.get(id(alt))
         if cand is None or kind_of(alt.node) not in _CONTRACTIONS:
             continue
         verb = operation(alt.node)
-        for child, present in zip(alt.inputs, cand.present):
-            name = operand(child.node)
-            sent = _grid(name, "sent", child.node.type, _rows(present, child.node.type), limit)
-            same = next((j for j, g in enumerate(grids) if g.role == "input" and _same(g, sent)), None)
-            if same is None:
-                grids.append(replace(sent, caption=f"{verb}: where {name}'s blocks go"))
-            else:  # nothing of it moves: said under the input's grid, not drawn twice
-                grids[same] = replace(grids[same], caption=f"input {name}: {verb} reads it where it is")
+        names = [
+            (labels.get(c.node.name, "") if isinstance(c.node, tra.Input) else "") or operand(c.node)
+            for c in alt.inputs
+        ]
+        for i, (child, present, name) in enumerate(zip(alt.inputs, cand.present, names)):
+            side = f" (as its {'left' if i == 0 else 'right'} operand)" if names.count(name) > 1 else ""
+            g = _grid(name, "sent", child.node.type, _rows(present, child.node.type), limit)
+            same = next((j for j, h in enumerate(grids) if _same(h, g)), None)
+            if same is not None:  # drawn already: an input read where it is, or x @ x's one copy
+                if grids[same].role == "input":
+                    grids[same] = replace(grids[same], caption=f"input {name}: {verb} reads it where it is")
+            elif sent == SENT:
+                more += 1
+            else:
+                grids.append(replace(g, caption=f"{verb}: where {name}'s blocks go{side}"))
+                sent += 1
+    if more:
+        last = max(j for j, g in enumerate(grids) if g.role == "sent")
+        extra = f"{more} more contraction operand{'s' if more > 1 else ''} not drawn"
+        grids[last] = replace(grids[last], note="; ".join(filter(None, (grids[last].note, extra))))
     roots = plan.alts
     for i, alt in enumerate(roots):
         label = "result" if len(roots) == 1 else f"result {i}"
         grids.append(_grid(label, "output", alt.node.type, _rows(alt.layout, alt.node.type), limit))
     return tuple(grids)
+
+
+def _labels(inputs) -> dict:
+    """input name -> its label: its name as its tasks are named on the dashboard, numbered where
+    two inputs would read the same (``random_uniform (1)``, ``random_uniform (2)``)."""
+    short = [input_name(n.name) for n in inputs]
+    seen: dict[str, int] = {}
+    out = {}
+    for n, label in zip(inputs, short):
+        if short.count(label) > 1:
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} ({seen[label]})"
+        out[n.name] = label
+    return out
 
 
 def _same(a: BlockGrid, b: BlockGrid) -> bool:
