@@ -190,3 +190,21 @@ def test_the_demo_shows_the_dashboard_link_only_when_it_works(cluster):
     assert dashboard_link(served) is None  # the link does not answer from here
     unserved = types.SimpleNamespace(dashboard_link=c.dashboard_link, run_on_scheduler=lambda f: False)
     assert dashboard_link(unserved) is None  # the scheduler serves no dashboard (or no bokeh)
+
+
+def test_a_scheduler_that_cannot_answer_gives_the_defaults(monkeypatch):
+    """A plugin of an older dask_tra registered first (the scheduler keeps it): no rates handler.
+    Planning goes on with the defaults, asking once."""
+    asked = []
+
+    def refuse(client):
+        asked.append(client)
+        raise OSError("No handler dask_tra_rates found")
+    monkeypatch.setattr(plugin, "query_rates", refuse)
+    client = types.SimpleNamespace(scheduler=types.SimpleNamespace(address="tcp://old:1"), status="running")
+    where = types.SimpleNamespace(client=client)
+    try:
+        assert rates.current_rates(where) == Rates() and rates.current_rates(where) == Rates()
+        assert len(asked) == 1
+    finally:
+        rates.forget(client)

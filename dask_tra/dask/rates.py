@@ -271,14 +271,20 @@ def forget(client=None) -> None:
 def cluster_rates(client) -> dict:
     """The rates ``client``'s cluster knows (a subset of ``MEASURED``): its stored calibration
     over the scheduler's bandwidth estimate. Asks the scheduler (one round trip) only when this
-    process kept nothing for it yet; {} inside the client's event loop, where it cannot ask."""
+    process kept nothing for it yet; {} inside the client's event loop, where it cannot ask, and
+    when the scheduler cannot answer (a plugin of an older dask_tra registered first: it keeps
+    the first registration)."""
     address = client.scheduler.address
     if address not in _known:
         if _in_event_loop(client) or client.status != "running":
             return {}
         from .plugin import query_rates
 
-        learn(address, query_rates(client))
+        try:
+            reply = query_rates(client)
+        except Exception:  # noqa: BLE001 (e.g. an older dask_tra's plugin on the scheduler: no such handler)
+            reply = {"scheduler": None, "generation": -1, "calibrated": None, "bandwidth": None}
+        learn(address, reply)
     kept = _known.get(address) or {}
     out = {} if kept.get("bandwidth") is None else {"bandwidth": float(kept["bandwidth"])}
     out.update({k: float(v) for k, v in (kept.get("calibrated") or {}).items()})
