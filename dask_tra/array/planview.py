@@ -132,7 +132,7 @@ def grid_svg(g: BlockGrid, names, colours, size: int = SIZE) -> tuple[str, int]:
         )
     width = int(max_x + 50)
     svg = (
-        f'<svg width="{width}" height="{int(max_y + 50)}" style="stroke:rgb(0,0,0);stroke-width:1" >\n'
+        f'<svg width="{width}" height="{int(max_y + 30)}" style="stroke:rgb(0,0,0);stroke-width:1" >\n'
         + "\n".join(rects + lines + text)
         + "\n</svg>"
     )
