@@ -82,3 +82,23 @@ def test_tile_concat_round_trip_ragged(tile):
     tiled = Tile(Input("X", t), 1, tile)
     assert tiled.type.chunk_shape((1, tiled.type.frontier[1] - 1)) == (3, 3 - (tiled.type.frontier[1] - 1) * tile)
     same(evaluate(Concat(tiled, 1, 1), {"X": rel}), rel)
+
+
+def test_substitute_makes_one_expression_of_a_chain_of_lineages():
+    """``substitute`` replaces inputs by expressions that read other replaced inputs (a chain of
+    persisted lineages, far deeper than the recursion limit), iteratively; a shared node stays
+    shared, and an expression that reads its own input is refused."""
+    from dask_tra.tra.errors import TRAError
+    from dask_tra.tra.expr import substitute
+    t = A.type
+    step = lambda name: Join(Input(name, t), A, [0, 1], [0, 1], K.add)  # noqa: E731
+    table = {f"g{i}": step(f"g{i - 1}") for i in range(1, 3000)}
+    table["g0"] = Transform(A, K.identity)
+    deep = substitute(Transform(Input("g2999", t), K.identity), table)
+    assert len(deep.walk()) == 3002 and deep.walk()[0] is A
+    same(evaluate(deep, {"A": R_A}), {k: v * 3000 for k, v in R_A.items()})
+    shared = Transform(Input("g", t), K.identity)
+    out = substitute(Join(shared, shared, [0, 1], [0, 1], K.add), {"g": A})
+    assert out.children[0] is out.children[1] and out.children[0].children[0] is A
+    with pytest.raises(TRAError, match="its substitute reads it"):
+        substitute(Input("h", t), {"h": step("h")})

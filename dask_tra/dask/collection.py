@@ -269,11 +269,12 @@ def result_fits(nbytes: int) -> None:
 
 def lineage(collection):
     """(expr, sources) to compute ``collection`` again; persisted inputs kept without their
-    futures (their own lineage), so a lineage never holds data on the cluster."""
+    blocks (their own lineage), so a lineage never holds data, on the cluster or here (a loop
+    of persists would keep every generation)."""
     expr, sources = collection.expr, collection.sources
     if not expr.children and isinstance(sources.get(expr.name), PersistedSource):
         return sources[expr.name].lineage
-    return expr, {n: s.detached() if isinstance(s, PersistedSource) and s.graph else s for n, s in sources.items()}
+    return expr, {n: s.detached() if isinstance(s, PersistedSource) and s.blocks else s for n, s in sources.items()}
 
 
 def _recovering(collection, method, kwargs):

@@ -256,22 +256,57 @@ class DaskSource(Source):
 
 class PersistedSource(Source):
     """Blocks already computed: futures on a cluster (``wait``/``progress`` see them), or
-    in-memory chunks after persisting on a local scheduler."""
+    in-memory chunks after persisting on a local scheduler.
+
+    ``lineage`` is ``(expr, sources)``, what the blocks were computed from (``dask/recovery.py``);
+    its persisted sources are ``detached``: without futures, each with a lineage of its own, so a
+    loop of persists makes a chain of lineages as long as the loop. Everything that walks the
+    chain (recovery, pickling) does so iteratively."""
 
     def __init__(self, type_, blocks: dict, name=None, lineage=None):
         self.blocks = blocks  # key -> Future or chunk
         self.input = Input(name or fresh_name("persisted"), type_)
         self.graph = {b.key: b for b in blocks.values() if is_future(b)}
         self.lineage = lineage  # (expr, sources) the blocks were computed from (dask/recovery.py)
+        self.last_keys: dict = {}  # detached: {block key: dask key} its blocks had on the cluster
 
-    def refresh(self, other: "PersistedSource"):
-        """Hold ``other``'s blocks (the same data, persisted again after a loss)."""
-        self.blocks, self.graph = other.blocks, other.graph
+    def refresh(self, blocks: dict):
+        """Hold ``blocks`` (the same data: the blocks kept, and those lost persisted again)."""
+        self.blocks = blocks
+        self.graph = {b.key: b for b in blocks.values() if is_future(b)}
 
     def detached(self) -> "PersistedSource":
         """This input without its blocks, for a lineage: holding the futures would keep the
-        blocks on the cluster after the user let go of them."""
-        return PersistedSource(self.type, {}, name=self.input.name, lineage=self.lineage)
+        blocks on the cluster after the user let go of them. Their keys are kept: recovery
+        reads the blocks from the cluster where someone else still holds them."""
+        out = PersistedSource(self.type, {}, name=self.input.name, lineage=self.lineage)
+        out.last_keys = {k: b.key for k, b in self.blocks.items() if is_future(b)} or self.last_keys
+        return out
+
+    def __reduce__(self):
+        """Pickled as a flat table of the sources its lineage reaches (each once): a chain of
+        thousands of lineages pickles without nesting one pickle call per link."""
+        order, index = [], {}
+        stack = [self]
+        while stack:
+            src = stack.pop()
+            if id(src) in index:
+                continue
+            index[id(src)] = len(order)
+            order.append(src)
+            if src.lineage is not None:
+                stack.extend(s for s in src.lineage[1].values() if isinstance(s, PersistedSource))
+        rows = []
+        for src in order:
+            state = {k: v for k, v in src.__dict__.items() if k != "lineage"}
+            lin = src.lineage
+            if lin is not None:
+                lin = (
+                    lin[0],
+                    {n: _Link(index[id(s)]) if isinstance(s, PersistedSource) else s for n, s in lin[1].items()},
+                )
+            rows.append((type(src), state, lin))
+        return _unflatten, (rows,)
 
     def task(self, key):
         b = self.blocks[tuple(key)]
@@ -283,6 +318,24 @@ class PersistedSource(Source):
 
     def held_keys(self):
         return {b.key: k for k, b in self.blocks.items()} if self.graph else None
+
+
+class _Link:
+    """A pickled lineage's reference to another row of the table (``PersistedSource.__reduce__``)."""
+
+    def __init__(self, row: int):
+        self.row = row
+
+
+def _unflatten(rows) -> PersistedSource:
+    """The sources of ``PersistedSource.__reduce__``'s table, linked again; the first one."""
+    out = [cls.__new__(cls) for cls, _, _ in rows]
+    for src, (_, state, lin) in zip(out, rows):
+        src.__dict__.update(state)
+        if lin is not None:
+            lin = (lin[0], {n: out[s.row] if isinstance(s, _Link) else s for n, s in lin[1].items()})
+        src.lineage = lin
+    return out[0]
 
 
 class SiteGone(Exception):

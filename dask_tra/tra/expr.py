@@ -470,3 +470,51 @@ class Concat(Expr):
 
 
 OPERATORS = (Join, Aggregate, ReKey, Filter, Transform, Tile, Concat)
+
+
+def with_children(node: Expr, children: tuple[Expr, ...]) -> Expr:
+    """The operator ``node`` over other inputs, of the same types as its own."""
+    if isinstance(node, TupleMap):
+        return node.over(*children)
+    if isinstance(node, Join):
+        return Join(children[0], children[1], node.left_keys, node.right_keys, node.kernel)
+    if isinstance(node, Aggregate):
+        return Aggregate(children[0], node.group_by, node.kernel)
+    if isinstance(node, Concat):
+        return Concat(children[0], node.key_dim, node.array_dim)
+    raise TRAError(f"{node.describe()}: not an operator with inputs")
+
+
+def substitute(root: Expr, table: dict[str, Expr]) -> Expr:
+    """``root`` with every ``Input`` named in ``table`` replaced by ``table[name]``, itself
+    substituted the same way (a chain of lineages becomes one expression). Iterative: each node is
+    rebuilt once (a shared node stays shared), the untouched ones are kept, and nothing recurses
+    however deep the chain. ``table`` must not reach a name from its own expression."""
+    done: dict[int, Expr] = {}  # id(node) -> its substitute
+    stack: list[Expr] = [root]
+    entered: set[int] = set()  # table entries being substituted (a cycle would never end)
+    while stack:
+        node = stack[-1]
+        if id(node) in done:
+            stack.pop()
+            continue
+        if isinstance(node, Input) and node.name in table:
+            sub = table[node.name]
+            if id(sub) in done:
+                done[id(node)] = done[id(sub)]
+                stack.pop()
+            elif id(sub) in entered:
+                raise TRAError(f"Input[{node.name}]: its substitute reads it")
+            else:
+                entered.add(id(sub))
+                stack.append(sub)
+            continue
+        todo = [c for c in node.children if id(c) not in done]
+        if todo:
+            stack.extend(todo)
+            continue
+        kids = tuple(done[id(c)] for c in node.children)
+        same = all(k is c for k, c in zip(kids, node.children))
+        done[id(node)] = node if same else with_children(node, kids)
+        stack.pop()
+    return done[id(root)]
