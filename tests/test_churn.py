@@ -235,3 +235,52 @@ def test_deep_lineage_recovers_what_was_lost(cc):
     after = {k: f.key for k, f in src.blocks.items()}
     assert {k for k in before if after[k] != before[k]} == set(lost)
     assert sys.getrecursionlimit() == limit
+
+
+def _on_cluster(src, client, want, deadline_s=30):
+    """The names of ``src``'s persisted ancestors whose blocks are all in memory, once they are
+    ``want`` (released futures leave the scheduler a moment later)."""
+    from dask_tra.dask.recovery import ancestors
+    from dask_tra.dask.plugin import query_snapshot
+    chain = ancestors(src)
+    deadline = time.time() + deadline_s
+    while True:
+        who = query_snapshot(client, [k for s in chain.values() for k in s.last_keys.values()])[1]
+        held = {n for n, s in chain.items() if all(who.get(k) or who.get(str(k)) for k in s.last_keys.values())}
+        if held == want or time.time() > deadline:
+            return held
+        time.sleep(0.05)
+
+
+def test_recovery_starts_from_the_nearest_ancestor_on_the_cluster(cc):
+    """Recomputing a persisted generation starts from the nearest persisted ancestor whose
+    blocks someone still holds on the cluster, not from the root of the chain; once that
+    ancestor is released, from the root (the client array)."""
+    from dask_tra.dask import recovery
+    cluster, client = cc
+    a = np.random.default_rng(6).standard_normal((60, 40))
+    x = dt.from_array(a, chunks=20)
+    [root] = x.sources
+    want = a
+    for i in range(6):
+        x = (x * 2 + 1).persist()
+        want = want * 2 + 1
+        if i == 2:
+            mid = x
+    wait(x)
+    [mid_name] = mid.sources
+    [src] = x.sources.values()
+
+    def ops(e):
+        return sum(1 for n in e.walk() if n.children)
+
+    step = ops(src.lineage[0])  # one generation's operators
+    assert _on_cluster(src, client, {mid_name}) == {mid_name}
+    expr, sources = recovery.composed(src, client)
+    assert set(sources) == {mid_name} and ops(expr) == 3 * step
+    np.testing.assert_allclose(dt.RelArray(expr, sources).compute(), want, rtol=1e-12)
+    del mid, sources
+    assert _on_cluster(src, client, set()) == set()
+    expr, sources = recovery.composed(src, client)
+    assert set(sources) == {root} and ops(expr) == 6 * step
+    np.testing.assert_allclose(dt.RelArray(expr, sources).compute(), want, rtol=1e-12)
