@@ -33,13 +33,18 @@ class _Figures(HTMLParser):
     def __init__(self):
         super().__init__()
         self.figures, self.legend, self._in_caption, self._in_legend = [], [], False, 0
+        self.patterns, self._pattern = {}, None  # pattern id -> its stripes' fills
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "figure" and a.get("class") == "dask-tra-grid":
-            self.figures.append({"role": a["data-role"], "blocks": [], "copies": [], "caption": ""})
-        elif tag == "rect" and a.get("class") in ("block", "copy"):
-            self.figures[-1]["blocks" if a["class"] == "block" else "copies"].append(a)
+            self.figures.append({"role": a["data-role"], "blocks": [], "caption": ""})
+        elif tag == "pattern":
+            self._pattern = self.patterns.setdefault(a["id"], [])
+        elif tag == "rect" and self._pattern is not None:
+            self._pattern.append(_fill(a))
+        elif tag == "rect" and a.get("class") == "block":
+            self.figures[-1]["blocks"].append(a)
         elif tag == "figcaption":
             self._in_caption = True
         elif tag == "div" and a.get("class") == "dask-tra-legend":
@@ -48,7 +53,9 @@ class _Figures(HTMLParser):
             self.legend.append(re.search(r"background: ([^;\"]+)", a["style"]).group(1))
 
     def handle_endtag(self, tag):
-        if tag == "figcaption":
+        if tag == "pattern":
+            self._pattern = None
+        elif tag == "figcaption":
             self._in_caption = False
         elif tag == "div" and self._in_legend:
             self._in_legend = 0
@@ -65,7 +72,7 @@ def _parse(page):
 
 
 def _fill(rect):
-    return re.search(r"fill:([^;]+);", rect["style"]).group(1)
+    return re.search(r"fill:([^;]+)", rect["style"]).group(1)
 
 
 def test_one_coloured_cell_per_block_coloured_by_its_worker(matmul_sum):
@@ -83,7 +90,10 @@ def test_one_coloured_cell_per_block_coloured_by_its_worker(matmul_sum):
     for f in p.figures:
         for rect in f["blocks"]:
             workers = [int(w) for w in rect["data-workers"].split(",")]
-            assert _fill(rect) == colours[workers[0]]
+            if len(workers) == 1:
+                assert _fill(rect) == colours[workers[0]]
+            else:  # a stripe of each worker's colour
+                assert p.patterns[re.fullmatch(r"url\(#(.+)\)", _fill(rect)).group(1)] == [colours[w] for w in workers]
             assert 0 < float(rect["width"]) and 0 < float(rect["height"])
     # the result's 4 blocks are computed on the 4 workers, one each
     assert sorted(_fill(r) for r in by_role["output"][0]["blocks"]) == sorted(colours)
@@ -91,7 +101,7 @@ def test_one_coloured_cell_per_block_coloured_by_its_worker(matmul_sum):
     sent = by_role["sent"]
     assert len(sent) == 1 and "matmul: where array's blocks go" in sent[0]["caption"]
     assert all(len(r["data-workers"].split(",")) == 2 for r in sent[0]["blocks"])
-    assert len(sent[0]["copies"]) == 32
+    assert len(p.patterns) == 2  # B's rows go to workers {0, 2} or {1, 3}: one pattern each
     # A stays where it is made: said once, under its grid
     assert "matmul reads it where it is" in by_role["input"][0]["caption"]
 
@@ -159,7 +169,8 @@ def test_without_the_renderer_the_html_is_the_text():
 def test_visualize_writes_the_html_as_dask_does(matmul_sum, tmp_path):
     out = matmul_sum.visualize(str(tmp_path / "plan"))  # dask's convention: the extension is added
     page = (tmp_path / "plan.html").read_text()
-    assert page.startswith("<!DOCTYPE html>") and matmul_sum._repr_html_() in page
+    ids = re.compile(r"dask-tra-[0-9a-f]{12}")  # each drawing's own pattern ids (a page may show several)
+    assert page.startswith("<!DOCTYPE html>") and ids.sub("", matmul_sum._repr_html_()) in ids.sub("", page)
     assert out is None or type(out).__name__ == "HTML"
     matmul_sum.visualize(str(tmp_path / "other.html"))
     assert (tmp_path / "other.html").exists() and not (tmp_path / "other.html.html").exists()
@@ -241,3 +252,28 @@ def test_inputs_of_one_name_are_numbered_and_each_operand_drawn_once():
     (g,) = [g for g in x3.sum().explain(sites=2).block_grids() if g.role == "input"]
     assert g.numblocks == (2, 2, 2) and len(g.sites) == 4 and g.note == "blocks [0, :, :] of a 2×2×2 grid"
     assert x3.sum().explain(sites=2)._repr_html_().count('<rect class="block"') == 4 + 1
+
+
+def test_a_plan_too_large_to_expand_is_drawn_from_its_costing(monkeypatch):
+    """Past ``EXPAND`` tuples the IA plan is not built for the picture (a 200×200×200 product
+    took minutes): inputs are drawn where their readers have them, exact where that is one
+    worker a block, and said to be so where it is not."""
+    from dask_tra.optimizer import blocks
+
+    def make():
+        a = dt.random.uniform(-1, 1, (400, 400), chunks=(100, 50), seed=1)
+        b = dt.from_array(np.random.default_rng(0).random((400, 200)), chunks=(50, 50))
+        return (a @ b).sum(0)
+
+    exact = {(g.role, g.label): g for g in make().explain(sites=4).block_grids()}
+    monkeypatch.setattr(blocks, "EXPAND", 0)
+    y = make()
+    costed = {(g.role, g.label): g for g in y.explain(sites=4).block_grids()}
+    assert "roots" not in y.planned(4)[0].__dict__  # the IA plan was not built
+    assert costed.keys() == exact.keys()
+    for key, g in exact.items():
+        if key == ("input", "array"):  # made on one worker, copied to another: where it is read
+            assert "where it is read (made on one of these workers)" in costed[key].caption
+            assert all(set(e) < set(c) for e, c in zip(g.sites, costed[key].sites))
+        else:
+            assert costed[key] == g, key

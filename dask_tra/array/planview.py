@@ -12,6 +12,7 @@ the chosen plan when the HTML is asked for, for at most ``blocks.LIMIT`` blocks 
 from __future__ import annotations
 
 import html
+import uuid
 
 from dask.array.svg import draw_sizes, grid_points, svg_grid, text_style
 
@@ -53,7 +54,7 @@ def render(report: Explain) -> str:
     if grids:
         parts.append(
             '<div style="margin-top: 0.6em"><b>Which worker holds each block</b>'
-            " (dask.array's chunk grid, one colour per worker; a block on several workers is striped)</div>"
+            " (dask.array's chunk grid, one colour per worker; a block on several workers has a stripe for each)</div>"
         )
         parts.append(legend(names, colours))
         parts.append('<div style="display: flex; flex-wrap: wrap; gap: 0.4em 1.2em; align-items: flex-start">')
@@ -99,26 +100,28 @@ def grid_svg(g: BlockGrid, names, colours, size: int = SIZE) -> tuple[str, int]:
         chunks = ((1,),) + chunks
     shape = tuple(sum(c) for c in chunks)
     y, x = grid_points(chunks, draw_sizes(shape, size=size))
-    rects = []
+    rects, patterns = [], {}  # a block on several workers: filled by a pattern of stripes, one per worker
     ncols = len(chunks[1])
     for index, sites in enumerate(g.sites):
         if not sites:
             continue  # a block-sparse relation's hole: no block
+        if len(sites) == 1:
+            fill = colours[sites[0]]
+        else:
+            if sites not in patterns:
+                patterns[sites] = f"dask-tra-{uuid.uuid4().hex[:12]}"
+            fill = f"url(#{patterns[sites]})"
         i, j = divmod(index, ncols)
-        x0, y0, w, h = x[j], y[i], x[j + 1] - x[j], y[i + 1] - y[i]
         key = ", ".join(map(str, _key(g, i, j)))
         tip = f"block ({key}): " + ", ".join(names[t] for t in sites)
         rects.append(
-            f'  <rect class="block" data-workers="{",".join(map(str, sites))}" x="{x0:.1f}" y="{y0:.1f}"'
-            f' width="{w:.1f}" height="{h:.1f}" style="fill:{colours[sites[0]]};stroke-width:0">'
+            f'  <rect class="block" data-workers="{",".join(map(str, sites))}" x="{x[j]:.1f}" y="{y[i]:.1f}"'
+            f' width="{x[j + 1] - x[j]:.1f}" height="{y[i + 1] - y[i]:.1f}" style="fill:{fill};stroke-width:0">'
             f"<title>{html.escape(tip)}</title></rect>"
         )
-        k = len(sites)
-        for n, t in enumerate(sites[1:], 1):
-            rects.append(
-                f'  <rect class="copy" x="{x0 + w * n / k:.1f}" y="{y0:.1f}" width="{w / k:.1f}" height="{h:.1f}"'
-                f' style="fill:{colours[t]};stroke-width:0"><title>{html.escape(tip)}</title></rect>'
-            )
+    defs = [_stripes(pid, sites, colours) for sites, pid in patterns.items()]
+    if defs:
+        rects.insert(0, "  <defs>" + "".join(defs) + "</defs>")
     lines, (_, max_x, _, max_y) = svg_grid(x, y, size=size)
     lines = [ln for ln in lines if "<polygon" not in ln and "Colored Rectangle" not in ln]  # the cells are coloured
     text = []  # the extents, where dask.array writes them: columns below, rows to the right
@@ -137,6 +140,16 @@ def grid_svg(g: BlockGrid, names, colours, size: int = SIZE) -> tuple[str, int]:
         + "\n</svg>"
     )
     return svg, width
+
+
+def _stripes(pid: str, sites: tuple, colours) -> str:
+    """A pattern filling a block with one vertical stripe per worker holding it."""
+    k = len(sites)
+    bars = "".join(
+        f'<rect x="{n / k:.4f}" y="0" width="{1 / k:.4f}" height="1" style="fill:{colours[t]};stroke-width:0"/>'
+        for n, t in enumerate(sites)
+    )
+    return f'<pattern id="{pid}" width="1" height="1" patternContentUnits="objectBoundingBox">{bars}</pattern>'
 
 
 def _key(g: BlockGrid, i: int, j: int) -> tuple:

@@ -4,14 +4,17 @@ For each input, the worker(s) its blocks are made on or already held by (the IA 
 ``Placed`` nodes); for each contraction (matmul, einsum), the workers each operand's blocks
 are on once the contraction's moves are done, that is where they are sent; for each output,
 the worker computing each block (the plan's result layout). Read from the chosen plan on
-request (``Explain.block_grids``), for at most ``limit`` blocks along each axis, so a grid of
-millions of blocks costs no more than a small one. No Dask here: ``dask_tra.array.planview``
-draws it.
+request (``Explain.block_grids``), for at most ``limit`` blocks along each axis. The IA plan
+is built for it (emission builds the same) only up to ``EXPAND`` tuples over the plan's
+nodes: past that, an input not yet on the cluster is drawn where its readers have it, from
+the costing (exact where that is one worker a block; the caption says when it is not). No
+Dask here: ``dask_tra.array.planview`` draws it.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,8 +25,9 @@ from ..tra.dag import walk_many
 from .explain import _CONTRACTIONS, input_name, operand, operation
 from .search import chosen, kind_of
 
-LIMIT = 32  # blocks shown along each axis
+LIMIT = 16  # blocks shown along each axis (dask.array.svg draws every grid line up to 19)
 SENT = 8  # contraction operands drawn at most
+EXPAND = 50_000  # tuples over a plan's nodes up to which its IA plan is built for the picture
 
 
 @dataclass(frozen=True)
@@ -59,22 +63,27 @@ class BlockGrid:
 def block_grids(plan, limit: int = LIMIT) -> tuple:
     """The picture's grids for ``plan`` (an ``optimizer.Plan``): inputs, contraction operands
     as sent, outputs; each at most ``limit`` blocks along each axis."""
-    s = plan.sites
-    placed: dict[str, list] = {}
-    for root in plan.roots:
-        for node in root.walk():
-            if isinstance(node, Placed):
-                placed.setdefault(node.input.name, []).append(node.placement)
-    grids = []
-    inputs = [n for n in walk_many(plan.exprs) if isinstance(n, tra.Input) and placed.get(n.name)]
+    grids: list[BlockGrid] = []
+    used = {id(a.node): a for a in chosen(plan.alts) if isinstance(a.node, tra.Input)}
+    inputs = [n for n in walk_many(plan.exprs) if id(n) in used]
     labels = _labels(inputs)
+    inexact: set[int] = set()  # input grids drawn where the input is read, not where it is made
+    made = _made(plan) if "roots" in plan.__dict__ or _tuples(plan) <= EXPAND else None
     for node in inputs:
-        where, f = placed[node.name], node.type.frontier
+        caption = ""
+        if made is not None:
+            where, f, s = made.get(node.name, ()), node.type.frontier, plan.sites
 
-        def sites_of(key, f=f, where=where):
-            return tuple(sorted({t for p in where for t in p.sites(key, f, s)}))
+            def sites_of(key, f=f, where=where, s=s):
+                return tuple(sorted({t for p in where for t in p.sites(key, f, s)}))
 
-        grids.append(_grid(labels[node.name], "input", node.type, sites_of, limit))
+        else:  # where its readers have it: where it is made if that is one worker a block
+            layout, exact = _read_at(plan, used[id(node)])
+            sites_of = _rows(layout, node.type)
+            if not exact:
+                caption = f"input {labels[node.name]}: where it is read (made on one of these workers)"
+                inexact.add(len(grids))
+        grids.append(_grid(labels[node.name], "input", node.type, sites_of, limit, caption))
     sent, more = 0, 0
     for alt in chosen(plan.alts):
         cand = plan.cands.get(id(alt))
@@ -88,7 +97,7 @@ def block_grids(plan, limit: int = LIMIT) -> tuple:
         for i, (child, present, name) in enumerate(zip(alt.inputs, cand.present, names)):
             side = f" (as its {'left' if i == 0 else 'right'} operand)" if names.count(name) > 1 else ""
             g = _grid(name, "sent", child.node.type, _rows(present, child.node.type), limit)
-            same = next((j for j, h in enumerate(grids) if _same(h, g)), None)
+            same = next((j for j, h in enumerate(grids) if j not in inexact and _same(h, g)), None)
             if same is not None:  # drawn already: an input read where it is, or x @ x's one copy
                 if grids[same].role == "input":
                     grids[same] = replace(grids[same], caption=f"input {name}: {verb} reads it where it is")
@@ -106,6 +115,41 @@ def block_grids(plan, limit: int = LIMIT) -> tuple:
         label = "result" if len(roots) == 1 else f"result {i}"
         grids.append(_grid(label, "output", alt.node.type, _rows(alt.layout, alt.node.type), limit))
     return tuple(grids)
+
+
+def _tuples(plan) -> int:
+    """Tuples over the plan's TRA nodes (a contraction's join counts its block products): what
+    building its IA plan expands."""
+    return sum(math.prod(n.type.frontier) for n in walk_many(plan.exprs))
+
+
+def _made(plan) -> dict:
+    """input name -> the placements of its blocks in the IA plan (``Placed``; one per read of a
+    free input)."""
+    made: dict[str, list] = {}
+    for root in plan.roots:
+        for node in root.walk():
+            if isinstance(node, Placed):
+                made.setdefault(node.input.name, []).append(node.placement)
+    return made
+
+
+def _read_at(plan, alt) -> tuple:
+    """(where input ``alt``'s blocks are, from the costing alone: an input on the cluster where
+    it is, a free one where its readers have it; whether that is exact: one worker a block,
+    each read making it where it reads it)."""
+    if alt.placement is not None or not alt.free:
+        return alt.layout, True
+    reads = [
+        cand.present[i]
+        for a in chosen(plan.alts)
+        if (cand := plan.cands.get(id(a))) is not None
+        for i, c in enumerate(a.inputs)
+        if c is alt
+    ]
+    if not reads:
+        return alt.layout, True
+    return np.logical_or.reduce(reads), all((r.sum(axis=1) <= 1).all() for r in reads)
 
 
 def _labels(inputs) -> dict:
