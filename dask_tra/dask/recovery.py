@@ -152,9 +152,10 @@ def on_cluster(chain: dict, client) -> dict:
 
 def persist_blocks(collection, keys, client) -> dict:
     """{block key: future} for the blocks ``keys`` of ``collection``: its plan's graph culled to
-    what those blocks need, sent to the scheduler."""
+    what those blocks need, sent to the scheduler. (Emitted without the plan's report, which
+    nobody reads here.)"""
     out = [(collection.name,) + tuple(k) for k in keys]
-    graph = collection._emitted_entry().graph.cull(set(out))
+    graph = collection._emit(collection._planned_entry())[0].cull(set(out))
     return dict(zip(keys, client.get(graph, out, sync=False)))
 
 
