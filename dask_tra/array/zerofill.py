@@ -17,7 +17,7 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Task
 
-from ..dask.emit import Pins
+from ..dask.ownership import Pins
 from ..dask.sources import Source, full_chunk
 from ..tra import Aggregate, Concat, Filter, Input, Join, ReKey, Tile, Transform
 from ..tra.dag import fill

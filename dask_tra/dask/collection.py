@@ -19,11 +19,11 @@ from ..optimizer.explain import Explain, fmt_bytes
 from ..optimizer import plan_many
 from ..tra.dag import walk_many
 from .emit import emit
-from .rates import current_rates
+from .rates import current_rates, learn
 from .dispatch import register_worker_dispatch
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
-from .plugin import ensure_installed, query_snapshot
+from .plugin import ensure_installed, snapshot
 from .sites import Sites, active_client, current_sites
 
 
@@ -355,8 +355,9 @@ def cluster_snapshot(held: dict) -> tuple:
     client = active_client()
     if client is None or client.status != "running" or _in_event_loop(client):
         return None, None
-    info, who, computing = query_snapshot(client, [dk for keys in held.values() for dk in keys])
-    return info, (who, computing)
+    out = snapshot(client, [dk for keys in held.values() for dk in keys])
+    learn(client.scheduler.address, out.get("rates"))
+    return out["workers"], (out["who_has"], out["computing"])
 
 
 def input_placements(sources, where, held=None, found=None) -> dict:

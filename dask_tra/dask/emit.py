@@ -45,19 +45,8 @@ from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalM
 from ..tra.dag import walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
-from .ownership import mark
+from .ownership import Pins, mark
 from .sources import Ref, is_future
-
-
-class Pins:
-    """Layer annotation value: key -> its value (a worker list, a priority), ``default`` for a
-    key not in ``mapping`` (callable, as dask expects)."""
-
-    def __init__(self, mapping, default=None):
-        self.mapping, self.default = mapping, default
-
-    def __call__(self, key):
-        return self.mapping.get(key, self.default)
 
 
 def stage_name(node) -> str:

@@ -24,6 +24,7 @@ table is bounded and purged on a timer and when a client leaves. Nothing of ``Sc
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import time
 
@@ -39,6 +40,7 @@ HOLD_OP = "dask_tra_hold"  # client -> scheduler, one-way on the client's stream
 RATES_OP = "dask_tra_rates"  # client -> scheduler, request/reply: read or store calibrated rates
 MAX_WORKERS = 100_000  # the most worker addresses a stored calibration names
 PURGE = "dask-tra-purge-holds"  # the scheduler's periodic callback
+MEASURED = ("bandwidth", "task_overhead", "flop_rate")  # what a calibration measures
 
 logger = logging.getLogger("distributed.scheduler.dask_tra")  # in the scheduler's own log
 
@@ -73,10 +75,8 @@ class DaskTraPlugin(SchedulerPlugin):
         return {**amm.snapshot(self.scheduler, self.holds, keys), "rates": self.rates_reply()}
 
     def handle_rates(self, store=None, workers=(), **unexpected):
-        """No arguments: the rates reply. ``store`` (a dict of measured rates, ``rates.MEASURED``)
+        """No arguments: the rates reply. ``store`` (a dict of measured rates, ``MEASURED``)
         and ``workers`` (the addresses it measured): replace the stored calibration."""
-        from .rates import valid_rates
-
         if unexpected:
             return {"error": f"unexpected arguments {sorted(unexpected)}"}
         if store is None:
@@ -133,6 +133,19 @@ class DaskTraPlugin(SchedulerPlugin):
             purge.stop()
 
 
+def valid_rates(rates) -> str | None:
+    """What is wrong with a dict of measured rates (None: nothing): names among ``MEASURED``,
+    values positive finite numbers."""
+    if not isinstance(rates, dict):
+        return f"rates must be a dict, not {type(rates).__name__}"
+    for k, v in rates.items():
+        if k not in MEASURED:
+            return f"unknown rate {k!r}; known: {list(MEASURED)}"
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            return f"rate {k!r} must be a positive finite number, not {v!r}"
+    return None
+
+
 def _bad_workers(workers) -> str | None:
     if not isinstance(workers, (list, tuple)) or len(workers) > MAX_WORKERS:
         return f"workers must be a list of at most {MAX_WORKERS} addresses"
@@ -150,16 +163,20 @@ def ensure_installed(client):
     client._dask_tra_plugin = client.scheduler.address
 
 
-def query_snapshot(client, keys) -> tuple:
-    """(workers' info, {key: [worker, ...]} for ``keys`` in memory, [keys being computed]) from
-    the client's scheduler in one round trip; the replicas reported are held for planning."""
+def snapshot(client, keys) -> dict:
+    """The placement query's reply from the client's scheduler, in one round trip: the
+    workers' info, {key: [worker, ...]} for ``keys`` in memory (their replicas then held for
+    planning), [keys being computed], and the rates reply (``DaskTraPlugin.rates_reply``)."""
     ensure_installed(client)
     out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys))
     if "error" in out:
         raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
-    from .rates import learn
+    return out
 
-    learn(client.scheduler.address, out.get("rates"))
+
+def query_snapshot(client, keys) -> tuple:
+    """(workers' info, {key: [worker, ...]}, [keys being computed]) of ``snapshot``."""
+    out = snapshot(client, keys)
     return out["workers"], out["who_has"], out["computing"]
 
 

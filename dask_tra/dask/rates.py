@@ -53,7 +53,6 @@ in ``other_bytes``, never as a plan's).
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import socket
 import time
@@ -63,10 +62,10 @@ import numpy as np
 
 from .. import config
 from ..optimizer import Rates
-from .ownership import mark
+from .ownership import Pins, mark
+from .plugin import MEASURED, query_rates, store_rates, valid_rates
 
 PREFIX = "dask_tra-calibrate"  # every calibration task's key prefix (``key_split``) on the dashboard
-MEASURED = ("bandwidth", "task_overhead", "flop_rate")  # what a calibration measures
 
 _known: dict = {}  # scheduler address -> the scheduler's rates reply (``plugin.rates_reply``), as kept
 
@@ -111,8 +110,6 @@ def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
     are), each computing ``cpu_s``: ``n / 2`` make a block, and as many read one of those made
     on the next worker; then one task reading the readers."""
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-
-    from .emit import Pins
 
     name = _name("overhead")
     w, dsk, pins = len(workers), {}, {}
@@ -201,7 +198,6 @@ def calibrate(client=None, workers=None) -> dict:
     values still win). Planning never calibrates by itself: call this once on an idle cluster
     (about 2 s on a local 4-worker cluster), and again after the cluster changed. Its tasks
     show on the dashboard as ``dask_tra-calibrate``."""
-    from .plugin import store_rates
 
     if client is None:
         from distributed import default_client
@@ -223,19 +219,6 @@ def _in_event_loop(client) -> bool:
         return asyncio.get_running_loop() is client.loop.asyncio_loop
     except RuntimeError:
         return False
-
-
-def valid_rates(rates) -> str | None:
-    """What is wrong with a dict of measured rates (None: nothing): names among ``MEASURED``,
-    values positive finite numbers."""
-    if not isinstance(rates, dict):
-        return f"rates must be a dict, not {type(rates).__name__}"
-    for k, v in rates.items():
-        if k not in MEASURED:
-            return f"unknown rate {k!r}; known: {list(MEASURED)}"
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            return f"rate {k!r} must be a positive finite number, not {v!r}"
-    return None
 
 
 def learn(address, reply) -> None:
@@ -278,8 +261,6 @@ def cluster_rates(client) -> dict:
     if address not in _known:
         if _in_event_loop(client) or client.status != "running":
             return {}
-        from .plugin import query_rates
-
         try:
             reply = query_rates(client)
         except Exception:  # noqa: BLE001 (e.g. an older dask_tra's plugin on the scheduler: no such handler)
