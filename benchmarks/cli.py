@@ -246,6 +246,9 @@ def main(argv=None):
     if argv[:1] == ["tasks"]:
         from . import tasks
         return tasks.main(argv[1:])
+    if argv[:1] == ["recovery"]:
+        from . import recovery
+        return recovery.main(argv[1:])
     args = parse_args(argv)
     if args.cmd == "list":
         for name, ws in SUITES.items():
