@@ -46,7 +46,7 @@ def test_default_is_in_dasks_words(matmul_sum):
     text = str(matmul_sum)
     _no_jargon(text)
     assert text.startswith("dask_tra plan on 4 workers")
-    assert "estimated for an idle cluster, from the measured rates" in text
+    assert "estimated for an idle cluster, from default rates (dt.calibrate(client) measures them)" in text
     assert "3-D split: 2×2×1 workers" in text  # the chosen d=[2, 2, 1], by what it does
     assert "MiB" in text and "KiB" not in text  # dask's units (kiB)
     assert "next best: broadcast the smaller input to every worker" in text

@@ -83,7 +83,9 @@ def test_a_second_client_reuses_the_stored_rates(cluster):
         rates.forget()
         with Client(cluster, set_as_default=False) as b, b.as_current(), get_task_stream(b) as ts:
             x = dt.random.random((400, 400), chunks=100, seed=4)
-            breakdown = (x @ x).explain().breakdown
+            report = (x @ x).explain()
+            breakdown = report.breakdown
+            assert "estimated for an idle cluster, from this cluster's calibration\n" in str(report)
             assert rates.current_rates(current_sites()) == Rates(**measured)
             assert rates.rate_sources(current_sites()) == dict.fromkeys(rates.MEASURED, "calibrated")
         assert not _calibrations(ts) and not ts.data

@@ -17,6 +17,7 @@ import uuid
 from dask.array.svg import draw_sizes, grid_points, svg_grid, text_style
 
 from ..optimizer.blocks import LIMIT, BlockGrid
+from ..dask.rates import rate_sources
 from ..optimizer.explain import Explain, register_html
 
 SIZE = 120  # pixels, the longest side of a grid (dask.array's repr uses 120 too)
@@ -177,7 +178,24 @@ def explain_of(collection, sites=None, detail=None, full=None) -> Explain:
     workers = getattr(where, "workers", None)
     if workers and len(workers) == report.sites and not report.workers:
         report.workers = tuple(workers)  # a fact of this plan: it was made for these workers
+    if where is not None:
+        report.rates_from = rates_in_words(rate_sources(where))
     return report.view(detail, full)
+
+
+RATE_SOURCES = {
+    "config": "dask_tra.config",
+    "calibrated": "this cluster's calibration",
+    "scheduler": "the scheduler's bandwidth estimate",
+    "default": "default rates",
+}
+
+
+def rates_in_words(sources: dict) -> str:
+    """``rates.rate_sources``' answer in words: where the time estimate's rates came from."""
+    used = list(dict.fromkeys(RATE_SOURCES[s] for s in sources.values()))
+    words = " and ".join(used)
+    return words + " (dt.calibrate(client) measures them)" if "default" in sources.values() else words
 
 
 register_html(render)

@@ -220,6 +220,7 @@ class Explain:
     detail: str = "dask"  # "dask" or "algebra": the words of ``str()``
     full: bool = False  # every step and alternative, not only the steps that move data
     workers: tuple = ()  # each site's worker (dask addresses on a Client); empty: "worker 0", ...
+    rates_from: str = "the rates in use"  # where the time objective's rates came from, in words
     # limit -> the picture's ``blocks.BlockGrid``s (who holds each block), read from the plan on request
     grids: Callable | None = field(default=None, repr=False, compare=False)
 
@@ -317,11 +318,11 @@ class Explain:
             f"{secs:.3g} s for {TERMS[name].words.format(value)}" for name, (value, secs) in b.get("terms", {}).items()
         ]
         return (
-            [f"  time:   {b['total_s']:.3g} s estimated for an idle cluster, from the measured rates"]
+            [f"  time:   {b['total_s']:.3g} s estimated for an idle cluster, from {self.rates_from}"]
             + [f"          {'+ ' if i else ''}{p}" for i, p in enumerate(parts)]
             if full
             else [
-                f"  time:   {b['total_s']:.3g} s estimated for an idle cluster, from the measured rates",
+                f"  time:   {b['total_s']:.3g} s estimated for an idle cluster, from {self.rates_from}",
                 f"          ({', '.join(parts)})",
             ]
         )
