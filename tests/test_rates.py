@@ -202,7 +202,7 @@ def test_a_scheduler_that_cannot_answer_gives_the_defaults(monkeypatch):
     def refuse(client):
         asked.append(client)
         raise OSError("No handler dask_tra_rates found")
-    monkeypatch.setattr(plugin, "query_rates", refuse)
+    monkeypatch.setattr(rates, "query_rates", refuse)
     client = types.SimpleNamespace(scheduler=types.SimpleNamespace(address="tcp://old:1"), status="running")
     where = types.SimpleNamespace(client=client)
     try:

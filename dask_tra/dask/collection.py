@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
@@ -103,7 +104,8 @@ class DaskCollection(DaskMethodsMixin):
         with self._plan_lock():
             derived = any(e.children for e in self.roots)
             held = held_inputs(self.sources) if derived else {}
-            info, found = cluster_snapshot(held) if sites is None else (None, None)
+            memo = self.__dict__.setdefault("_memo", {})
+            info, found = cluster_snapshot(held, memo) if sites is None else (None, None)
             where = current_sites(sites, chunk_backends(self.roots), info)
             placements = input_placements(self.sources, where, held, found) if derived else {}
             cache_key = plan_cache_key(where, placements)
@@ -129,6 +131,7 @@ class DaskCollection(DaskMethodsMixin):
         state = dict(self.__dict__)
         state["_plans"], state["_last_explain"] = {}, None
         state.pop("_lock", None)
+        state.pop("_memo", None)
         return state
 
     def __dask_graph__(self):
@@ -281,8 +284,6 @@ def _recovering(collection, method, kwargs):
     """``method`` run again after restoring lost inputs, up to ``recovery.ATTEMPTS`` times (a
     worker killed now may still be listed by the scheduler for a moment, so a retry can land
     on it)."""
-    import time
-
     from distributed.client import FutureCancelledError
     from distributed.comm import CommClosedError
 
@@ -296,6 +297,7 @@ def _recovering(collection, method, kwargs):
         except FutureCancelledError:
             if attempt == recovery.ATTEMPTS - 1 or not recovery.recover(collection):
                 raise
+        collection.__dict__.pop("_memo", None)  # the cluster changed: ask it again
         time.sleep(0.5 * (attempt + 1))
 
 
@@ -349,15 +351,30 @@ async def _queued_releases_done():
     on the client's loop (futures' releases) have run."""
 
 
-def cluster_snapshot(held: dict) -> tuple:
+SNAPSHOT_REUSE_S = 1.0  # dask asks a collection for its graph 3-4 times in one compute
+
+
+def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     """(the workers' info, where ``held``'s keys are) from the active Client's scheduler, in one
-    round trip; (None, None) without a running Client."""
+    round trip; (None, None) without a running Client. With ``memo`` (a collection's), the same
+    question asked again within ``SNAPSHOT_REUSE_S`` gets the same answer without a round trip:
+    the replicas it reported are held for 30 s, so the plan made from it holds (workers that
+    left meanwhile have their tasks re-pinned, ``faults.py``)."""
     client = active_client()
     if client is None or client.status != "running" or _in_event_loop(client):
         return None, None
-    out = snapshot(client, [dk for keys in held.values() for dk in keys])
+    keys = tuple(dk for keys in held.values() for dk in keys)
+    now = time.monotonic()
+    asked = (client.id, client.scheduler.address, keys)
+    last = (memo or {}).get("snapshot")
+    if last is not None and last[0] == asked and now - last[1] < SNAPSHOT_REUSE_S:
+        return last[2]
+    out = snapshot(client, keys)
     learn(client.scheduler.address, out.get("rates"))
-    return out["workers"], (out["who_has"], out["computing"])
+    answer = out["workers"], (out["who_has"], out["computing"])
+    if memo is not None:
+        memo["snapshot"] = (asked, now, answer)
+    return answer
 
 
 def input_placements(sources, where, held=None, found=None) -> dict:
