@@ -170,3 +170,18 @@ def test_plan_without_a_cluster_in_dasks_words():
     e = plan(mm, 4).explain
     _no_jargon(str(e))
     assert "matmul (A @ B)" in str(e.view(full=True))
+
+
+def test_naming_an_operand_looks_through_a_bounded_number_of_operations(monkeypatch):
+    """A chain of 2,000 same-named operations (a loop of ``x = 1 - x``): naming what one of them
+    moves looks at most ALIAS_DEPTH operations down (it walked to the bottom: quadratic in
+    depth over a plan, 20 s of a 2,000-generation recovery)."""
+    from dask_tra.optimizer import explain as ex
+    x = dt.from_array(np.ones((8, 8)), chunks=4)
+    for _ in range(2000):
+        x = 1 - x
+    calls = []
+    real = ex.operation
+    monkeypatch.setattr(ex, "operation", lambda n: calls.append(n) or real(n))
+    assert ex.operand(x.expr) == "the subtract result"
+    assert len(calls) <= 2 * ex.ALIAS_DEPTH + 1

@@ -90,12 +90,17 @@ def operation(node) -> str:
     return "step"
 
 
+ALIAS_DEPTH = 16  # operations ``operand`` looks through to name what they relabel
+
+
 def operand(node) -> str:
     """What moves, named for a dask user: an input by its name, else ``the <operation> result``."""
     below = node
-    while not isinstance(below, (tra.Input, tra.Join, tra.Aggregate, tra.Concat)) and operation(below) == operation(
-        below.children[0]
-    ):
+    for _ in range(ALIAS_DEPTH):  # bounded: a chain of 2,000 same-named operations is no alias
+        if isinstance(below, (tra.Input, tra.Join, tra.Aggregate, tra.Concat)):
+            break
+        if operation(below) != operation(below.children[0]):
+            break
         below = below.children[0]  # relabels and reshapes: named as what they relabel
     if isinstance(below, tra.Input):
         return input_name(below.name)
