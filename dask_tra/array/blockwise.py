@@ -21,7 +21,6 @@ gather), ``apply_along_axis``; ``.blocks`` and ``.vindex`` are gathers (``apply_
 from __future__ import annotations
 
 import inspect
-import itertools
 import math
 from numbers import Integral
 
@@ -298,8 +297,9 @@ def _takes(func, word):
 
 def _common_chunks(all_chunks):
     """dask's unify_chunks along one index: the common refinement of the chunkings."""
-    cuts = sorted(set().union(*(set(np.cumsum((0,) + tuple(c)).tolist()) for c in all_chunks)))
-    return tuple(int(b - a) for a, b in itertools.pairwise(cuts)) or (0,)
+    from .rechunk import common_chunks
+
+    return common_chunks(all_chunks)
 
 
 def blockwise(
@@ -323,9 +323,24 @@ def blockwise(
 
     if len(args) % 2:
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
-    func, args, kwargs = _lift_lazy(func, args, kwargs)
     out_ind = tuple(out_ind)
     new_axes = dict(new_axes or {})
+    if len(set(out_ind)) != len(out_ind):
+        raise ValueError(f"blockwise: repeated index in the output {out_ind}")
+    if all(ind is None for ind in args[1::2]):  # no array: the blocks are laid out by new_axes alone
+        missing = [l for l in out_ind if l not in new_axes]
+        if missing:
+            raise ValueError(f"blockwise: unknown dimension {missing[0]!r}: no array argument and not in new_axes")
+        from .creation import empty
+
+        given = {l: (int(c),) if isinstance(c, Integral) else tuple(int(v) for v in c) for l, c in new_axes.items()}
+        layout = tuple(given[l] for l in out_ind)
+        placeholder = empty(tuple(sum(c) for c in layout), dtype=bool, chunks=layout)
+        return blockwise(
+            _WithoutPlaceholder(func), out_ind, placeholder, out_ind, *args, name=name, token=token, dtype=dtype,
+            adjust_chunks=adjust_chunks, align_arrays=align_arrays, concatenate=concatenate, meta=meta, **kwargs,
+        )  # fmt: skip
+    func, args, kwargs = _lift_lazy(func, args, kwargs)
     pairs = []
     for value, ind in zip(args[::2], args[1::2]):
         if ind is None:
@@ -543,14 +558,31 @@ def map_blocks(
     args = [_asarray(a) if is_array(a) or (hasattr(a, "dask") and not is_delayed(a)) else a for a in args]
     arrs = [a for a in args if is_array(a)]
     if not arrs:
-        raise ValueError("map_blocks needs at least one dask_tra array argument")
+        if chunks is None:
+            raise ValueError("map_blocks needs at least one dask_tra array argument, or chunks=")
+        # dask.array: the blocks are laid out by chunks= alone; a placeholder array of that
+        # layout drives the blocks, and the function never sees it
+        from .creation import empty
+
+        layout = tuple((int(c),) if isinstance(c, Integral) else tuple(int(v) for v in c) for c in chunks)
+        placeholder = empty(tuple(sum(c) for c in layout), dtype=bool, chunks=layout)
+        out = map_blocks(
+            _WithoutPlaceholder(func), placeholder, *args, dtype=dtype, chunks=chunks, meta=meta,
+            enforce_ndim=enforce_ndim, **kwargs,
+        )  # fmt: skip
+        return _named(out, name, token or getattr(func, "__name__", None))
     ndim = max(a.ndim for a in arrs)
     out_ind = list(range(ndim))[::-1]
-    drop = [] if drop_axis is None else [int(d) % ndim for d in np.atleast_1d(drop_axis)]
+    drops = [] if drop_axis is None else [int(d) for d in np.atleast_1d(drop_axis)]
+    if any(not -ndim <= d < ndim for d in drops):
+        raise ValueError(f"drop_axis out of range (drop_axis={drops}, but output is {ndim}d).")
+    drop = [d % ndim for d in drops]
     out_ind = [l for i, l in enumerate(out_ind) if i not in drop]
     new = {}
     if new_axis is not None:
         n_out = len(out_ind) + len(np.atleast_1d(new_axis))
+        if any(not -n_out <= int(a) < n_out for a in np.atleast_1d(new_axis)):
+            raise ValueError("New_axis values do not fill in all dimensions")
         for ax in sorted(int(a) % n_out for a in np.atleast_1d(new_axis)):
             letter = len(out_ind) + len(drop)  # a fresh index, as in dask
             while letter in out_ind or letter < ndim:
@@ -572,7 +604,7 @@ def map_blocks(
     argpairs = []
     for a in args:
         argpairs += [a, tuple(range(a.ndim))[::-1]] if is_array(a) else [a, None]
-    return blockwise(
+    out = blockwise(
         func,
         out_ind,
         *argpairs,
@@ -584,6 +616,35 @@ def map_blocks(
         meta=meta,
         **kwargs,
     )
+    return _named(out, name, token)
+
+
+def _named(x, name, token):
+    """dask.array's naming of a map_blocks result: ``name=`` is the array's name itself,
+    ``token=`` its prefix (before the expression's hash)."""
+    if name:
+        x.name = str(name)
+    elif token:
+        x.name = f"{token}-{x.name.rsplit('-', 1)[-1]}"
+    return x
+
+
+class _WithoutPlaceholder:
+    """A map_blocks function called without the placeholder array that lays out its blocks
+    (``map_blocks(func, chunks=...)`` with no array argument): ``block_info`` keeps only the
+    output's entry (``None``), as dask.array gives it."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = getattr(func, "__name__", "func")
+        self.info, self.id = _takes(func, "block_info"), _takes(func, "block_id")
+
+    def __call__(self, _placeholder, *args, block_info=None, block_id=None, **kwargs):
+        if self.info:
+            kwargs["block_info"] = {None: block_info[None]} if block_info else block_info
+        if self.id:
+            kwargs["block_id"] = block_id
+        return self.func(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- map_overlap
@@ -964,10 +1025,14 @@ class BlockView:
 
         x = self.x
         index = index if isinstance(index, tuple) else (index,)
+        if any(i is None for i in index):
+            raise ValueError("Slicing with np.newaxis or None is not supported")
+        if sum(not isinstance(i, (slice, Integral)) and i is not Ellipsis for i in index) > 1:
+            raise ValueError("Slicing blocks with more than one list (or array) is not supported")
         if sum(i is not Ellipsis for i in index) > x.ndim:
             raise IndexError(f"too many indices for {x.ndim}-d blocks")
-        if Ellipsis in index:
-            at = index.index(Ellipsis)
+        if any(i is Ellipsis for i in index):
+            at = next(j for j, i in enumerate(index) if i is Ellipsis)
             index = index[:at] + (slice(None),) * (x.ndim - len(index) + 1) + index[at + 1 :]
         index = index + (slice(None),) * (x.ndim - len(index))
         for axis, sel in enumerate(index):
@@ -1016,20 +1081,36 @@ class VIndex:
 
         x = self.x
         index = index if isinstance(index, tuple) else (index,)
-        if any(i is None or i is Ellipsis for i in index):
-            raise NotImplementedError("vindex with None or Ellipsis is not supported")
-        index = index + (slice(None),) * (x.ndim - len(index))
+        if any(i is None for i in index):
+            raise IndexError(f"vindex does not support indexing with None (np.newaxis), got {index}")
+        if any(i is Ellipsis for i in index):
+            raise NotImplementedError("vindex with Ellipsis is not supported")
+        if any(hasattr(i, "__dask_graph__") for i in index):
+            raise IndexError(
+                "vindex does not support indexing with dask objects. Call compute on the indexer first "
+                f"to get an evaluated array. Got: {index}"
+            )
         if len(index) > x.ndim:
             raise IndexError(f"too many indices for array: {x.ndim}-dimensional, {len(index)} indexed")
+        if all(isinstance(i, slice) for i in index):  # as dask.array: x itself, or an error
+            if all(i.indices(n) == slice(0, n).indices(n) for i, n in zip(index, x.shape)):
+                return x
+            raise IndexError(
+                "vindex requires at least one non-slice to vectorize over when the slices are not over "
+                f"the entire array (i.e, x[:]). Use normal slicing instead when only using slices. Got: {index}"
+            )
+        index = index + (slice(None),) * (x.ndim - len(index))
         arr_axes = [d for d, i in enumerate(index) if not isinstance(i, slice)]
-        if not arr_axes:
-            return x[index]
         basic = tuple(i if isinstance(i, slice) else slice(None) for i in index)
         x = x[basic]
         idx = [np.asarray(index[d]) for d in arr_axes]
+        idx = [i.astype(np.intp) if i.size == 0 and i.dtype.kind == "f" else i for i in idx]  # [] indexes nothing
         if any(i.dtype.kind not in "iu" for i in idx):
             raise IndexError("vindex takes integer arrays (and slices)")
-        bshape = np.broadcast_shapes(*[i.shape for i in idx])
+        try:
+            bshape = np.broadcast_shapes(*[i.shape for i in idx])
+        except ValueError as e:
+            raise IndexError(f"vindex: shape mismatch: indexing arrays could not be broadcast together: {e}") from None
         dims = [x.shape[d] for d in arr_axes]
         for i, n, d in zip(idx, dims, arr_axes):
             if i.size and (i.min() < -n or i.max() >= n):

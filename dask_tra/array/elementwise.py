@@ -19,7 +19,7 @@ from ..tra import kernels as K
 from ..tra.vjp import P, register_partials
 from .. import backends
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
-from .rechunk import rechunk_axes
+from .rechunk import rechunk_axes, unified_chunks
 from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, reject_masked, wrap
 
 _FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum, np.minimum: K.minimum}
@@ -111,14 +111,16 @@ def elementwise(name, fn, *args, dtype=None, facts=None):
 
 def _aligned(arrays, out_shape):
     """Per operand: (expression with broadcast dims ReKeyed away, output dim of each key dim),
-    and the sources rechunking added; dims kept by several operands take the chunks of the
-    largest of them."""
+    and the sources rechunking added; dims kept by several operands take dask.array's common
+    chunks (``common_blockdim``): the one chunking of several blocks, else the common refinement
+    of them all (blocks are only split, never merged)."""
     n = len(out_shape)
-    target = {}
+    given: dict = {}
     for a in sorted(arrays, key=nbytes, reverse=True):
         for d in range(a.ndim):
             if a.shape[d] == out_shape[n - a.ndim + d]:
-                target.setdefault(n - a.ndim + d, a.chunks[d])
+                given.setdefault(n - a.ndim + d, []).append(tuple(a.chunks[d]))
+    target = {d: unified_chunks(cs) for d, cs in given.items()}
     parts, extra = [], {}
     for a in arrays:
         off = n - a.ndim
@@ -309,6 +311,9 @@ def clip(a, a_min=None, a_max=None, **kwargs):
 
 
 def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
+    kwargs.pop("order", None)  # dask.array ignores the memory layout too
+    if kwargs:
+        raise TypeError(f"astype does not take the following keyword arguments: {list(kwargs)}")
     dtype = check_dtype(dtype)
     if not np.can_cast(x.dtype, dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dtype!r} according to the rule {casting!r}")

@@ -113,11 +113,7 @@ class WriteBlock(Kernel):
     def __call__(self, block, starts):
         data = backends.to_numpy(block)
         box = tuple(slice(o + int(s), o + int(s) + n) for o, s, n in zip(self.origin, starts, data.shape))
-        if self.lock:
-            with self.lock:
-                self.target[box] = data
-        else:
-            self.target[box] = data
+        _write(self.target, box, data, self.lock)
         if self.return_stored:
             return block
         return np.full((1,) * data.ndim, data.size, dtype=np.int64)
@@ -183,15 +179,24 @@ def _written_delayed(x, target, region, lock, return_stored):
     return map_blocks(_write_block, x, target, origin, lock, return_stored, chunks=chunks, dtype=dtype, name="store")
 
 
+def _write(target, box, data, lock):
+    """``target[box] = data`` under ``lock``: any object with acquire/release (dask.array's
+    protocol; a lock need not be a context manager), released if the write fails."""
+    if not lock:
+        target[box] = data
+        return
+    lock.acquire()
+    try:
+        target[box] = data
+    finally:
+        lock.release()
+
+
 def _write_block(block, target, origin, lock, return_stored, block_info=None):
     loc = block_info[0]["array-location"]
     data = backends.to_numpy(block)
     box = tuple(slice(o + a, o + b) for o, (a, b) in zip(origin, loc))
-    if lock:
-        with lock:
-            target[box] = data
-    else:
-        target[box] = data
+    _write(target, box, data, lock)
     return block if return_stored else np.full((1,) * data.ndim, data.size, dtype=np.int64)
 
 
@@ -269,11 +274,7 @@ def _store_here(x, target, region, lock):
     for fut in as_completed(list(blocks.values())):
         k, data = key_of[fut.key], backends.to_numpy(fut.result())
         box = tuple(slice(o + int(s[i]), o + int(s[i]) + n) for o, s, i, n in zip(origin, starts, k, data.shape))
-        if lock:
-            with lock:
-                target[box] = data
-        else:
-            target[box] = data
+        _write(target, box, data, lock)
 
 
 def to_zarr(

@@ -72,12 +72,21 @@ def broadcast_to(x, shape, chunks=None):
     shape = tuple(int(s) for s in shape)
     if len(shape) < x.ndim or np.broadcast_shapes(x.shape, shape) != shape:
         raise ValueError(f"cannot broadcast shape {x.shape} to shape {shape}")
-    if shape == x.shape:
-        return x
     off = len(shape) - x.ndim
     if chunks is None:
+        if shape == x.shape:
+            return x
         chunks = tuple((s,) if d < off or x.shape[d - off] != s else x.chunks[d - off] for d, s in enumerate(shape))
-    src = BlockSource("template", shape, auto_chunks(chunks, shape, np.bool_), np.bool_)
+    chunks = auto_chunks(chunks, shape, np.bool_)
+    for old, new in zip(x.chunks, chunks[off:]):
+        if old != new and old != (1,):  # as dask.array: broadcasting never rechunks
+            raise ValueError(
+                f"cannot broadcast chunks {x.chunks} to chunks {chunks}: new chunks must either be along a "
+                "new dimension or a dimension of size 1"
+            )
+    if shape == x.shape:
+        return x
+    src = BlockSource("template", shape, chunks, np.bool_)
     template = wrap_source(src)
     return elementwise("broadcastTo", broadcast_like, x, template, dtype=x.dtype)
 

@@ -6,6 +6,7 @@ conversions to Python scalars (``bool(x)``, ``float(x)``, ...) and ``__array__``
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -496,6 +497,13 @@ class ArrayMethods:
 
     def __array__(self, dtype=None, copy=None):
         from ..backends import to_numpy
+
+        if copy is False:  # as dask.array: the result is a fresh array, never a view of ours
+            warnings.warn(
+                "Can't acquire a memory view of a Dask array. This will raise in the future.",
+                FutureWarning,
+                stacklevel=2,
+            )
 
         out = to_numpy(self.compute())  # CuPy/torch results: the explicit copy to host
         return out if dtype is None else out.astype(dtype)

@@ -34,6 +34,23 @@ from .kernels import Take
 from .relations import Rel, grid, offsets, param_relation, rel_of
 
 
+def common_chunks(all_chunks) -> tuple:
+    """The common refinement of several chunkings of one axis (dask's ``common_blockdim`` where
+    several have more than one block): every block boundary of any of them."""
+    cuts = sorted(set().union(*(set(np.cumsum((0,) + tuple(c)).tolist()) for c in all_chunks)))
+    return tuple(int(b - a) for a, b in zip(cuts, cuts[1:])) or (0,)
+
+
+def unified_chunks(all_chunks) -> tuple:
+    """dask.array's ``common_blockdim``: the chunks operands chunked ``all_chunks`` along one
+    axis are brought to (the first if every one is a single block, the one chunking of several
+    blocks if only one is, else their common refinement: blocks are split, never merged)."""
+    several = list(dict.fromkeys(tuple(c) for c in all_chunks if len(c) > 1))
+    if not several:
+        return tuple(all_chunks[0])
+    return several[0] if len(several) == 1 else common_chunks(several)
+
+
 def _block_of(bounds, positions):
     """Index of the (non-empty) block holding each position."""
     return np.searchsorted(bounds, positions, side="right") - 1

@@ -561,14 +561,7 @@ def insert(arr, obj, values, axis):
 
 def block(arrays):
     """numpy.block: nested lists concatenated, innermost along the last axis."""
-
-    def depth(x):
-        d = 0
-        while isinstance(x, list):
-            x, d = (x[0] if x else None), d + 1
-        return d
-
-    levels = depth(arrays)
+    levels = _block_depth(arrays)
     if levels == 0:
         return asarray(arrays)
     ndim = max(levels, max(asarray(a).ndim for a in _leaves(arrays)))
@@ -580,6 +573,38 @@ def block(arrays):
         return concatenate([build(v, level + 1) for v in x], axis=ndim - levels + level)
 
     return build(arrays, 0)
+
+
+def _block_depth(arrays) -> int:
+    """The nesting depth of ``block``'s lists, checked as NumPy and dask.array check it: no
+    tuples, every leaf at one depth, no empty list."""
+    found, empty = None, False
+
+    def walk(x, index):
+        nonlocal found, empty
+        where = "arrays" + "".join(f"[{i}]" for i in index)
+        if type(x) is tuple:
+            raise TypeError(
+                f"{where} is a tuple. Only lists can be used to arrange blocks, and np.block does "
+                "not allow implicit conversion from tuple to ndarray."
+            )
+        if type(x) is list and x:
+            for i, v in enumerate(x):
+                walk(v, index + (i,))
+            return
+        depth = len(index) + (type(x) is list)
+        empty = empty or type(x) is list
+        if found is not None and found != depth:
+            raise ValueError(
+                f"List depths are mismatched. First element was at depth {found}, "
+                f"but there is an element at depth {depth} ({where})"
+            )
+        found = depth
+
+    walk(arrays, ())
+    if empty:
+        raise ValueError("Lists cannot be empty")
+    return found
 
 
 def _leaves(x):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..tra import Join
 from .kernels import Concatenate
-from .rechunk import even_chunks, gather, rechunk_axes
+from .rechunk import even_chunks, gather, rechunk_axes, unified_chunks
 from .creation import asarray
 from .relations import axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
@@ -40,19 +40,21 @@ def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
         for d in range(nd):
             if d != axis and a.shape[d] != arrays[0].shape[d]:
                 raise ValueError(
-                    f"all the input array dimensions except for the concatenation axis must "
-                    f"match exactly, but along dimension {d}, the array at index 0 has size "
-                    f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}"
+                    f"Shapes do not align: {[b.shape for b in arrays]}: all the input array dimensions except "
+                    f"for the concatenation axis must match exactly, but along dimension {d}, the array at "
+                    f"index 0 has size {arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}"
                 )
     dtype = np.result_type(*[a.dtype for a in arrays])
     arrays = [a if a.dtype == dtype else astype(a, dtype) for a in arrays]
-    if len(arrays) == 1:
+    arrays = [a for a in arrays if a.size] or arrays  # as dask: empty inputs add nothing
+    if len(arrays) == 1:  # dask.array returns the one (non-empty) input itself
         return arrays[0]
-    first = max(arrays, key=lambda a: a.nbytes)
+    ordered = sorted(arrays, key=lambda a: a.nbytes, reverse=True)
+    common = {d: unified_chunks([a.chunks[d] for a in ordered]) for d in range(nd) if d != axis}  # as dask
     n = max(a.numblocks[axis] for a in arrays)
     parts, extra = [], {}
     for a in arrays:
-        want = {d: first.chunks[d] for d in range(nd) if d != axis}
+        want = dict(common)
         want[axis] = a.chunks[axis] if a.numblocks[axis] == n else even_chunks(a.shape[axis], n)
         r = rechunk_axes(a, want)
         parts.append((r.expr, want[axis]))
@@ -81,8 +83,12 @@ def stack(seq, axis=0, allow_unknown_chunksizes=False):
     arrays = [asarray(a) for a in seq]
     if not arrays:
         raise ValueError("need at least one array to stack")
-    if any(a.shape != arrays[0].shape for a in arrays):
-        raise ValueError("all input arrays must have the same shape")
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise ValueError(
+                f"Stacked arrays must have the same shape. The first array had shape {arrays[0].shape}, "
+                f"while array {i + 1} has shape {a.shape}."
+            )
     axis = axis_of(axis, arrays[0].ndim + 1)
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
