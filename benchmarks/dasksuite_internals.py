@@ -2,8 +2,8 @@
 the user-facing pass rate, because they only inspect dask's own graph structure (layer types,
 task counts, key names dask's graph builder chose, its optimization passes), which dask_tra
 builds differently by design, and the few where dask raises (or leaves sizes unknown) for what
-dask_tra computes correctly (each checked against NumPy; the reason says so). Each entry: an fnmatch pattern over ``file::test`` (the test id
-without its parameters) and why. ``x._meta``, ``x.name``, tokenize determinism and
+dask_tra computes correctly (each checked against NumPy; the reason says so). Each entry: an
+fnmatch pattern over ``file::test`` (the test id without its parameters) and why. ``x._meta``, ``x.name``, tokenize determinism and
 ``dask.compute`` interop are user-facing and are never listed here."""
 
 GPU_FILES = frozenset({
