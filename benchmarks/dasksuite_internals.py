@@ -3,8 +3,9 @@ the user-facing pass rate, because they only inspect dask's own graph structure 
 task counts, key names dask's graph builder chose, its optimization passes), which dask_tra
 builds differently by design, and the few where dask raises (or leaves sizes unknown) for what
 dask_tra computes correctly (each checked against NumPy; the reason says so). Each entry: an
-fnmatch pattern over ``file::test`` (the test id without its parameters) and why. ``x._meta``, ``x.name``, tokenize determinism and
-``dask.compute`` interop are user-facing and are never listed here."""
+fnmatch pattern over ``file::test`` (the test id without its parameters) and why. ``x._meta``,
+``x.name``, tokenize determinism and ``dask.compute`` interop are user-facing and are never
+listed here."""
 
 GPU_FILES = frozenset({
     "test_cupy_core.py", "test_cupy_creation.py", "test_cupy_gufunc.py", "test_cupy_linalg.py",
