@@ -232,3 +232,23 @@ def test_is_future_is_a_type_check(client):
     fut = client.submit(int, 1)
     assert is_future(fut) and not is_future(Future()) and not is_future(fut.key)
     assert fut.result() == 1
+
+
+def test_one_placement_query_per_compute(client, monkeypatch):
+    """dask asks a collection for its graph 3-4 times in one compute; the scheduler is asked
+    where the inputs are once. A plan asked for outside a compute asks anew (workers may have
+    come or gone)."""
+    from dask_tra.dask import collection
+    x = dt.random.random((200, 40), chunks=50, seed=1).persist()
+    wait(x)
+    asked = []
+    real = collection.snapshot
+    monkeypatch.setattr(collection, "snapshot", lambda c, keys: asked.append(len(keys)) or real(c, keys))
+    a = x.compute()
+    asked.clear()
+    np.testing.assert_allclose((x.T @ x).compute(), a.T @ a, rtol=1e-10)
+    assert asked == [4]  # x's 4 blocks, once
+    y = x + 1
+    y.planned()
+    y.planned()
+    assert asked == [4, 4, 4]

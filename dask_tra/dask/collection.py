@@ -104,7 +104,7 @@ class DaskCollection(DaskMethodsMixin):
         with self._plan_lock():
             derived = any(e.children for e in self.roots)
             held = held_inputs(self.sources) if derived else {}
-            memo = self.__dict__.setdefault("_memo", {})
+            memo = self.__dict__.get("_memo")  # set while this collection's compute/persist runs
             info, found = cluster_snapshot(held, memo) if sites is None else (None, None)
             where = current_sites(sites, chunk_backends(self.roots), info)
             placements = input_placements(self.sources, where, held, found) if derived else {}
@@ -288,6 +288,7 @@ def _recovering(collection, method, kwargs):
     from distributed.comm import CommClosedError
 
     for attempt in range(recovery.ATTEMPTS):
+        collection.__dict__["_memo"] = {}  # dask asks for the graph 3-4 times: one placement query
         try:
             return method(collection, **kwargs)
         except (CommClosedError, SiteGone):  # scattering to a worker that died after the plan was made
@@ -297,7 +298,8 @@ def _recovering(collection, method, kwargs):
         except FutureCancelledError:
             if attempt == recovery.ATTEMPTS - 1 or not recovery.recover(collection):
                 raise
-        collection.__dict__.pop("_memo", None)  # the cluster changed: ask it again
+        finally:
+            collection.__dict__.pop("_memo", None)
         time.sleep(0.5 * (attempt + 1))
 
 
@@ -351,15 +353,15 @@ async def _queued_releases_done():
     on the client's loop (futures' releases) have run."""
 
 
-SNAPSHOT_REUSE_S = 1.0  # dask asks a collection for its graph 3-4 times in one compute
+SNAPSHOT_REUSE_S = 1.0  # the most one compute's placement query is reused
 
 
 def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     """(the workers' info, where ``held``'s keys are) from the active Client's scheduler, in one
-    round trip; (None, None) without a running Client. With ``memo`` (a collection's), the same
-    question asked again within ``SNAPSHOT_REUSE_S`` gets the same answer without a round trip:
-    the replicas it reported are held for 30 s, so the plan made from it holds (workers that
-    left meanwhile have their tasks re-pinned, ``faults.py``)."""
+    round trip; (None, None) without a running Client. With ``memo`` (a collection's, while its
+    ``compute``/``persist`` runs), the same question asked again within ``SNAPSHOT_REUSE_S`` gets
+    the same answer without a round trip: the replicas it reported are held for 30 s, so the plan
+    made from it holds (workers that left meanwhile have their tasks re-pinned, ``faults.py``)."""
     client = active_client()
     if client is None or client.status != "running" or _in_event_loop(client):
         return None, None
