@@ -168,3 +168,18 @@ def test_broadcast_to_never_rechunks():
     y = da.broadcast_to(x, (5, 3, 6), chunks=(3, 1, 3))
     assert y.chunks == ((3, 2), (1, 1, 1), (3, 3))
     assert_eq(y, np.broadcast_to(a, (5, 3, 6)))
+
+
+def test_internal_callers_keep_outer_blocks_and_repeated_core_dims():
+    """The public checks above must not reach dask_tra's own callers: blocked linalg selects
+    blocks by several lists (outer indexing), gufuncs repeat an output core dim."""
+    rng = np.random.default_rng(0)
+    a = rng.random((20, 20))
+    a = a @ a.T + 20 * np.eye(20)
+    assert_eq(da.linalg.cholesky(da.from_array(a, chunks=10)), np.linalg.cholesky(a).T)
+    x = rng.random((3, 4))
+    outer = da.apply_gufunc(
+        lambda v: v[..., None] * v[..., None, :], "(m)->(m,m)", da.from_array(x, chunks=(2, 4)), output_dtypes=float
+    )
+    assert_eq(outer, x[..., None] * x[..., None, :])
+    assert_eq(da.ones((4, 4), chunks=1).blocks.outer(([0, 2], [1, 3])), np.ones((2, 2)))

@@ -302,7 +302,15 @@ def _common_chunks(all_chunks):
     return common_chunks(all_chunks)
 
 
-def blockwise(
+def blockwise(func, out_ind, *args, **kwargs):
+    """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
+    their index (``None`` for a value passed as is). See the module doc for the lowering."""
+    if len(set(out_ind)) != len(out_ind):  # as dask.array (gufuncs' repeated core dims: _blockwise)
+        raise ValueError(f"blockwise: repeated index in the output {tuple(out_ind)}")
+    return _blockwise(func, out_ind, *args, **kwargs)
+
+
+def _blockwise(
     func,
     out_ind,
     *args,
@@ -325,8 +333,6 @@ def blockwise(
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
     out_ind = tuple(out_ind)
     new_axes = dict(new_axes or {})
-    if len(set(out_ind)) != len(out_ind):
-        raise ValueError(f"blockwise: repeated index in the output {out_ind}")
     if all(ind is None for ind in args[1::2]):  # no array: the blocks are laid out by new_axes alone
         missing = [l for l in out_ind if l not in new_axes]
         if missing:
@@ -1021,14 +1027,20 @@ class BlockView:
         self.x = x
 
     def __getitem__(self, index):
-        from .rechunk import take
-
-        x = self.x
         index = index if isinstance(index, tuple) else (index,)
         if any(i is None for i in index):
             raise ValueError("Slicing with np.newaxis or None is not supported")
         if sum(not isinstance(i, (slice, Integral)) and i is not Ellipsis for i in index) > 1:
             raise ValueError("Slicing blocks with more than one list (or array) is not supported")
+        return self.outer(index)
+
+    def outer(self, index):
+        """The blocks ``index`` selects, each list (or array) along its own axis (outer indexing;
+        ``__getitem__`` refuses several lists, as dask.array does)."""
+        from .rechunk import take
+
+        x = self.x
+        index = index if isinstance(index, tuple) else (index,)
         if sum(i is not Ellipsis for i in index) > x.ndim:
             raise IndexError(f"too many indices for {x.ndim}-d blocks")
         if any(i is Ellipsis for i in index):

@@ -19,7 +19,7 @@ import traceback
 
 import numpy as np
 
-from .blockwise import blockwise
+from .blockwise import _blockwise
 
 _OPTIONS = ("vectorize", "axes", "axis", "keepdims", "output_sizes", "output_dtypes", "allow_rechunk", "meta")
 
@@ -354,7 +354,7 @@ def apply_gufunc(
             raise ValueError(f"apply_gufunc: output core dimension(s) {missing} need output_sizes")
         # an output core dimension is a new one-block axis of its (maybe new) size
         core_ind = tuple(f"__core{k}_{d}__" for d in ocd)
-        r = blockwise(
+        r = _blockwise(
             _Pick(func, k) if nout else func,
             loop_output_dims + core_ind,
             *argpairs,

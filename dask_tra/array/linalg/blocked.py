@@ -104,7 +104,7 @@ def _one_block(x):
     keep = tuple([i for i, c in enumerate(cs) if c] or [0] for cs in x.chunks)
     if all(len(k) == len(cs) for k, cs in zip(keep, x.chunks)):
         return x
-    return x.blocks[np.ix_(*keep)] if x.ndim > 1 else x.blocks[keep[0]]
+    return x.blocks.outer(tuple(keep)) if x.ndim > 1 else x.blocks[keep[0]]
 
 
 def _cholesky_panels(a):
