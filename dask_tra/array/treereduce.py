@@ -122,7 +122,7 @@ def reduction(
     if weights is not None:
         w = asarray(weights)
         try:
-            w = broadcast_to(w, x.shape, chunks=x.chunks)
+            w = broadcast_to(w, x.shape).rechunk(x.chunks)
         except ValueError:
             raise ValueError(f"Weights with shape {w.shape} are not broadcastable to x with shape {x.shape}") from None
         args += [w, inds]
