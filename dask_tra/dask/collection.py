@@ -16,7 +16,7 @@ from dask.threaded import get as threaded_get
 
 from .. import backends, config
 from ..optimizer import MemoryLimitError, Plan
-from ..optimizer.explain import Explain, fmt_bytes
+from ..optimizer.explain import Explain
 from ..optimizer import plan_many
 from ..tra.dag import walk_many
 from .emit import emit
@@ -57,7 +57,7 @@ def exact_bytes(explain: Explain, moved: int) -> Explain:
     if moved == explain.predicted_bytes:
         return explain
     note = (
-        f"({fmt_bytes(explain.predicted_bytes - moved)} of the search's estimate are copies no task reads: "
+        f"({format_bytes(explain.predicted_bytes - moved)} of the search's estimate are copies no task reads: "
         "the graph does not send them)"
     )
     return replace(explain, predicted_bytes=moved, notes=[*explain.notes, note])
