@@ -82,3 +82,12 @@ def test_store_numpy_source_raises_as_dask():
 def test_from_delayed_unknown_size_is_named(shape):
     with pytest.raises(NotImplementedError, match="unknown size"):
         da.from_delayed(delayed(np.ones(10)), shape=shape, dtype=float)
+
+
+def test_from_delayed_of_a_future():
+    """dask wraps a Future given to from_delayed in a Delayed; dask_tra refused it."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
+        f = client.scatter(np.arange(6.0).reshape(2, 3))
+        x = da.from_delayed(f, (2, 3), dtype=float)
+        np.testing.assert_array_equal((x + 1).compute(), np.arange(6.0).reshape(2, 3) + 1)

@@ -26,6 +26,7 @@ import os
 import pickle
 
 import numpy as np
+from dask.delayed import delayed
 
 from .. import backends
 from ..dask.sources import Source, fresh_name
@@ -57,7 +58,10 @@ def load_npy(path, mmap_mode):
 
 
 def from_delayed(value, shape, dtype=None, meta=None, name=None):
-    """A one-block RelArray whose block is the value of ``value`` (a ``dask.delayed``)."""
+    """A one-block RelArray whose block is the value of ``value`` (a ``dask.delayed``, or a
+    distributed ``Future``, wrapped in one as dask does)."""
+    if hasattr(value, "key") and not hasattr(value, "__dask_graph__"):
+        value = delayed(value)
     if not hasattr(value, "key") or not hasattr(value, "__dask_graph__"):
         raise TypeError(f"from_delayed expects a dask Delayed object, got {type(value).__name__}")
     reject_masked(meta, what="from_delayed's meta")
