@@ -102,3 +102,22 @@ def test_from_array_name_names_the_array_never_the_input(tmp_path):
 
 def test_repr_names_the_chunk_type():
     assert "chunktype=numpy.ndarray" in repr(da.ones((4, 4), chunks=2))
+
+
+def test_internal_map_blocks_results_are_named_by_content():
+    """dask's map_blocks(name=) names the result exactly (helpers pass token=, a prefix): two
+    different stores, forward fills or sliding windows computed together were one key set, so
+    dask computed one and returned it twice."""
+    import dask
+    from dask import delayed
+    a, b = da.ones((4, 5), chunks=(3, 2)) + 1, da.ones((4, 5), chunks=(2, 4)) + 2
+    stored = da.store([a, b], [delayed(np.zeros)((4, 5)), delayed(np.ones)((4, 5))], return_stored=True,
+                      compute=False)
+    got = dask.compute(*stored)
+    np.testing.assert_array_equal(got[1], np.full((4, 5), 3.0))
+    assert stored[0].name != stored[1].name
+    x, y = da.arange(10.0, chunks=4), da.arange(10.0, chunks=4) * 2
+    w1, w2 = da.sliding_window_view(x, 3), da.sliding_window_view(y, 3)
+    assert w1.name != w2.name
+    r1, r2 = dask.compute(w1, w2)
+    np.testing.assert_array_equal(r2, np.lib.stride_tricks.sliding_window_view(np.arange(10.0) * 2, 3))

@@ -976,7 +976,7 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
         over = take(x, ax, src, tuple(c + w - 1 for c in out))
         chunks = over.chunks[:ax] + (out,) + over.chunks[ax + 1 :] + ((w,),)
         x = map_blocks(
-            window_block, over, axis=ax, window=w, new_axis=x.ndim, chunks=chunks, dtype=x.dtype, name="slidingwindow"
+            window_block, over, axis=ax, window=w, new_axis=x.ndim, chunks=chunks, dtype=x.dtype, token="slidingwindow"
         )
     return x
 

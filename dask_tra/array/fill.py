@@ -32,13 +32,13 @@ def _ffill(x, axis):
     from .blockwise import map_blocks
     from .rechunk import take
 
-    local = map_blocks(ffill_block, x, axis=axis, dtype=x.dtype, name="ffill")
+    local = map_blocks(ffill_block, x, axis=axis, dtype=x.dtype, token="ffill")
     p = x.numblocks[axis]
     if p == 1 or x.dtype.kind not in "fc":
         return local
     ends = offsets(x.chunks[axis])[1:] - 1
     last = take(local, axis, ends, (1,) * p).rechunk({axis: -1})
-    carry = map_blocks(ffill_block, last, axis=axis, dtype=x.dtype, name="ffill")
+    carry = map_blocks(ffill_block, last, axis=axis, dtype=x.dtype, token="ffill")
     slab_shape = tuple(1 if d == axis else n for d, n in enumerate(x.shape))
     slab_chunks = tuple((1,) if d == axis else c for d, c in enumerate(carry.chunks))
     before = stacking.concatenate(

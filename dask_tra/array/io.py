@@ -180,7 +180,7 @@ def _written_delayed(x, target, region, lock, return_stored):
     origin = tuple(origin) + (0,) * (x.ndim - len(origin))
     chunks = None if return_stored else tuple((1,) * n for n in x.numblocks)
     dtype = x.dtype if return_stored else np.int64
-    return map_blocks(_write_block, x, target, origin, lock, return_stored, chunks=chunks, dtype=dtype, name="store")
+    return map_blocks(_write_block, x, target, origin, lock, return_stored, chunks=chunks, dtype=dtype, token="store")
 
 
 def _write(target, box, data, lock):
