@@ -150,9 +150,12 @@ def test_blocks_and_vindex_errors_as_dask():
     for key in [(slice(None), slice(1, None)), (slice(None), slice(0, 20, 2))]:
         with pytest.raises(IndexError):
             r.vindex[key]
-    for key in [np.newaxis, ([1, 2], [1, 2, 3]), ([0], da.from_array([0]))]:
+    import dask.array
+    for key in [np.newaxis, ([1, 2], [1, 2, 3]), ([0], dask.array.from_array([0]))]:
         with pytest.raises(IndexError):
             r.vindex[key]
+    # a dask_tra indexer is evaluated (xarray's idxmin/idxmax index a coordinate with one)
+    assert_eq(r.vindex[[0, 3], da.from_array([1, 7])], np.arange(200.0).reshape(10, 20)[[0, 3], [1, 7]])
     a = np.arange(4 * 5 * 6).reshape(4, 5, 6)
     assert_eq(da.from_array(a, chunks=2).vindex[[], [], :], a[[], [], :])
 

@@ -1097,7 +1097,7 @@ class VIndex:
             raise IndexError(f"vindex does not support indexing with None (np.newaxis), got {index}")
         if any(i is Ellipsis for i in index):
             raise NotImplementedError("vindex with Ellipsis is not supported")
-        if any(hasattr(i, "__dask_graph__") for i in index):
+        if any(hasattr(i, "__dask_graph__") and not is_array(i) for i in index):  # a RelArray is computed
             raise IndexError(
                 "vindex does not support indexing with dask objects. Call compute on the indexer first "
                 f"to get an evaluated array. Got: {index}"
