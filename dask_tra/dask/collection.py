@@ -25,7 +25,7 @@ from .dispatch import register_worker_dispatch
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
 from .plugin import ensure_installed, snapshot
-from .sites import Sites, active_client, current_sites
+from .sites import Sites, active_client, current_sites, in_event_loop
 
 
 @dataclass
@@ -96,7 +96,7 @@ class DaskCollection(DaskMethodsMixin):
         share one plan and one graph: the scheduler gets each key with one spec. (The client's
         event loop, where ``wait`` may ask for the graph, never waits on the lock.)"""
         client = active_client()
-        if client is None or _in_event_loop(client):
+        if client is None or in_event_loop(client):
             return nullcontext()
         return self.__dict__.setdefault("_lock", threading.RLock())
 
@@ -136,13 +136,13 @@ class DaskCollection(DaskMethodsMixin):
 
     def __dask_graph__(self):
         client = active_client()
-        if client is not None and not _in_event_loop(client):
+        if client is not None and not in_event_loop(client):
             recovery.restore_lost(self)
         held = self._persisted_futures()
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
         live = None
-        if client is not None and not _in_event_loop(client):
+        if client is not None and not in_event_loop(client):
             live = _live_outputs(client, self.__dask_keys__())
         if live is not None:
             return HighLevelGraph({n: layer for n, layer in live.items()}, {n: set() for n in live})
@@ -172,7 +172,7 @@ class DaskCollection(DaskMethodsMixin):
         ``entry``), then the IA plan emitted. Returns ``emit``'s (graph, output keys per root,
         keys read, moves)."""
         sources, where, roots = self.sources, entry.where, entry.plan.roots
-        if where.client is not None and not _in_event_loop(where.client):
+        if where.client is not None and not in_event_loop(where.client):
             register_worker_dispatch(where.client, chunk_backends(self.roots))
             ensure_installed(where.client)
             sources = _scatter_in_memory_inputs(roots, sources, where)
@@ -363,7 +363,7 @@ def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     the same answer without a round trip: the replicas it reported are held for 30 s, so the plan
     made from it holds (workers that left meanwhile have their tasks re-pinned, ``faults.py``)."""
     client = active_client()
-    if client is None or client.status != "running" or _in_event_loop(client):
+    if client is None or client.status != "running" or in_event_loop(client):
         return None, None
     keys = tuple(dk for keys in held.values() for dk in keys)
     now = time.monotonic()
@@ -388,7 +388,7 @@ def input_placements(sources, where, held=None, found=None) -> dict:
     not sites (a worker that joined or left since the sites were read) are not used; an
     input with a block on no site is planned as if lazy (correct, moves unpredicted)."""
     placements = {}
-    if where.client is not None and not _in_event_loop(where.client):
+    if where.client is not None and not in_event_loop(where.client):
         ensure_installed(where.client)
         held = held_inputs(sources) if held is None else held
         for name, holders in placements_of(where.client, held, found).items():
@@ -443,17 +443,6 @@ def _scatter_in_memory_inputs(roots, sources, where):
     for name, held in sites.items():
         out[name] = sources[name].scattered(where.client, held, where.workers)
     return out
-
-
-def _in_event_loop(client) -> bool:
-    """True inside the client's event loop (e.g. ``wait``/``progress`` asking for futures),
-    where blocking scheduler queries are impossible; plans made there skip placement lookups."""
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop() is client.loop.asyncio_loop
-    except RuntimeError:
-        return False
 
 
 def _finalize(results, ndim):

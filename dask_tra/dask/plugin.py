@@ -69,7 +69,7 @@ class DaskTraPlugin(SchedulerPlugin):
             scheduler.extensions["amm"].add_policy(KeepPinnedReplicas(self.holds))
 
     def handle_snapshot(self, keys=(), **unexpected):
-        problem = bad_keys(keys) or (f"unexpected arguments {sorted(unexpected)}" if unexpected else None)
+        problem = _bad_message(keys, unexpected)
         if problem is not None:
             return {"error": problem}
         return {**amm.snapshot(self.scheduler, self.holds, keys), "rates": self.rates_reply()}
@@ -106,7 +106,7 @@ class DaskTraPlugin(SchedulerPlugin):
         }
 
     def handle_hold(self, keys=(), client=None, **unexpected):
-        problem = bad_keys(keys) or (f"unexpected arguments {sorted(unexpected)}" if unexpected else None)
+        problem = _bad_message(keys, unexpected)
         if problem is not None:
             logger.warning("dask_tra: ignored a %s message from client %s: %s", HOLD_OP, client, problem)
             return
@@ -144,6 +144,10 @@ def valid_rates(rates) -> str | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             return f"rate {k!r} must be a positive finite number, not {v!r}"
     return None
+
+
+def _bad_message(keys, unexpected: dict) -> str | None:
+    return bad_keys(keys) or (f"unexpected arguments {sorted(unexpected)}" if unexpected else None)
 
 
 def _bad_workers(workers) -> str | None:

@@ -64,6 +64,7 @@ from .. import config
 from ..optimizer import Rates
 from .ownership import Pins, mark
 from .plugin import MEASURED, query_rates, store_rates, valid_rates
+from .sites import in_event_loop
 
 PREFIX = "dask_tra-calibrate"  # every calibration task's key prefix (``key_split``) on the dashboard
 
@@ -212,15 +213,6 @@ def calibrate(client=None, workers=None) -> dict:
     return measured
 
 
-def _in_event_loop(client) -> bool:
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop() is client.loop.asyncio_loop
-    except RuntimeError:
-        return False
-
-
 def learn(address, reply) -> None:
     """Keep a scheduler's rates reply (``plugin.rates_reply``) for planning in this process: the
     first one, then one only when it carries another calibration or comes from another
@@ -259,7 +251,7 @@ def cluster_rates(client) -> dict:
     the first registration)."""
     address = client.scheduler.address
     if address not in _known:
-        if _in_event_loop(client) or client.status != "running":
+        if in_event_loop(client) or client.status != "running":
             return {}
         try:
             reply = query_rates(client)

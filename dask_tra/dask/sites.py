@@ -27,6 +27,17 @@ def active_client():
         return None
 
 
+def in_event_loop(client) -> bool:
+    """True inside the client's event loop (e.g. ``wait``/``progress`` asking for futures),
+    where blocking scheduler queries are impossible; plans made there skip placement lookups."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop() is client.loop.asyncio_loop
+    except RuntimeError:
+        return False
+
+
 def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
     """Sites for planning now: an explicit count, else the active Client's workers (``info``:
     their ``scheduler_info()["workers"]`` when already fetched), else config.
