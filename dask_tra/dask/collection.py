@@ -98,7 +98,8 @@ class DaskCollection(DaskMethodsMixin):
         client = active_client()
         if client is None or in_event_loop(client):
             return nullcontext()
-        return self.__dict__.setdefault("_lock", threading.RLock())
+        lock = self.__dict__.get("_lock")
+        return lock if lock is not None else self.__dict__.setdefault("_lock", threading.RLock())
 
     def _planned_entry(self, sites=None) -> Planned:
         with self._plan_lock():
