@@ -75,8 +75,8 @@ class BlockFunction(Kernel):
     an array block goes (positions ``slots``). ``out`` is the declared output: (key dim or None,
     block sizes) per output axis, in the key numbering of the operator that applies it."""
 
-    def __init__(self, func, name, template, slots, kwargs, out, dtype, arity, info=None):
-        self.func, self.name, self.arity = func, name, arity
+    def __init__(self, func, name, template, slots, kwargs, out, dtype, arity, info=None, backend=None):
+        self.func, self.name, self.arity, self.backend = func, name, arity, backend
         self.template, self.slots, self.kwargs = tuple(template), tuple(slots), dict(kwargs)
         self.out, self.dtype, self.info = tuple(out), np.dtype(dtype), info
 
@@ -117,6 +117,9 @@ class BlockFunction(Kernel):
 
     def out_dtype(self, *dtypes):
         return self.dtype
+
+    def out_backend(self, *in_backends):
+        return self.backend or super().out_backend(*in_backends)
 
 
 class BlockInfo:
@@ -419,12 +422,17 @@ def _blockwise(
     out_chunks = tuple(out_chunks)
     template = [a if ind is None else None for a, ind in pairs]
     slots = [pos for pos, _, _ in arrays]
-    if dtype is None:
-        dtype = (
-            meta.dtype
-            if meta is not None and hasattr(meta, "dtype")
-            else _infer_dtype(func, template, slots, [a for _, a, _ in arrays], kwargs)
-        )
+    out_backend = None  # the chunk library of the output: the inputs' unless meta or the probe tells
+    if meta is not None and hasattr(meta, "dtype"):
+        dtype = meta.dtype if dtype is None else dtype
+        out_backend = backends.backend_of_type(meta) if hasattr(meta, "shape") else None
+    else:
+        probed = _infer_meta(func, template, slots, [a for _, a, _ in arrays], kwargs, quiet=dtype is not None)
+        if probed is not None:
+            dtype = probed.dtype if dtype is None else dtype
+            out_backend = backends.backend_of_type(probed) if hasattr(probed, "shape") else None
+    if out_backend == "numpy":
+        out_backend = None
     dtype = check_dtype(dtype)
     want_info, want_id = _takes(func, "block_info"), _takes(func, "block_id")
     expr, dims = parts[0]
@@ -460,13 +468,13 @@ def _blockwise(
                 dtype,
                 2,
                 info and info(joined, out_ind, out_chunks, infos, want_info, want_id),
+                out_backend,
             )
         expr = Join(expr, rexpr, [dims.index(l) for l in common], [rdims.index(l) for l in common], kernel)
         dims = joined
     if not items:
-        expr = Transform(
-            expr, _function(func, fname, template, slots, kwargs, out_ind, out_chunks, dims, dtype, 1, None)
-        )
+        kernel = _function(func, fname, template, slots, kwargs, out_ind, out_chunks, dims, dtype, 1, None, out_backend)
+        expr = Transform(expr, kernel)
     expr = rekey(expr, [dims.index(l) if l in dims else None for l in out_ind])
     return wrap(expr, *sources, extra=extra)
 
@@ -478,7 +486,7 @@ def _joined_dims(dim_lists):
     return out
 
 
-def _function(func, name, template, slots, kwargs, out_ind, out_chunks, dims, dtype, arity, info):
+def _function(func, name, template, slots, kwargs, out_ind, out_chunks, dims, dtype, arity, info, backend=None):
     out = []
     for l, c in zip(out_ind, out_chunks):
         if l in dims:
@@ -489,7 +497,7 @@ def _function(func, name, template, slots, kwargs, out_ind, out_chunks, dims, dt
                     f"blockwise: output index {l!r} has several blocks but no array runs along it"
                 )
             out.append((None, c))
-    return BlockFunction(func, name, template, slots, kwargs, out, dtype, arity, info)
+    return BlockFunction(func, name, template, slots, kwargs, out, dtype, arity, info, backend)
 
 
 def _new_axis_chunks(v):
@@ -512,19 +520,28 @@ def _adjusted(adjust, c):
     return adjust
 
 
-def _infer_dtype(func, template, slots, arrays, kwargs):
-    """dask's inference: the function on one-element arrays of the inputs' dtypes."""
+def _infer_meta(func, template, slots, arrays, kwargs, quiet=False):
+    """dask's inference: the function on one-element arrays of the inputs' dtypes, in the
+    inputs' library where its backend asks for it (``Backend.probe``). Returns the output (an
+    array of the output's library and dtype), or None when it fails and ``quiet``."""
     args = list(template)
     for i, a in zip(slots, arrays):
-        args[i] = np.ones((1,) * a.ndim, dtype=a.dtype)
+        ones = np.ones((1,) * a.ndim, dtype=a.dtype)
+        b = backends.get(a.sparse_expr.type.backend)
+        args[i] = b.probe(ones) if b is not backends.NUMPY else ones
     kw = dict(kwargs)
     for word in ("block_info", "block_id"):
         if _takes(func, word):
             kw[word] = None
     try:
         with np.errstate(all="ignore"):
-            return np.asarray(func(*args, **kw)).dtype
+            out = func(*args, **kw)
+        if hasattr(out, "dtype") and hasattr(out, "shape"):
+            return out if isinstance(out, np.ndarray) or backends.backend_of_type(out) != "numpy" else np.asarray(out)
+        return np.asarray(out)
     except Exception as e:
+        if quiet:
+            return None
         raise ValueError(
             f"dtype inference failed in {getattr(func, '__name__', 'func')}: {e!r}. "
             f"Please specify the dtype explicitly (dtype=)."

@@ -105,14 +105,15 @@ def array(x, dtype=None, ndmin=None, *, copy=None, order=None, like=None, chunks
     return wrap(rekey(expr, (None,) * extra + tuple(range(out.ndim))), out)
 
 
-def _constant(word, shape, fill_value, dtype, chunks, name):
-    """``word``'s array (dask's name ``<word>-<token>``, or ``name``) of ``fill_value``."""
+def _constant(word, shape, fill_value, dtype, chunks, name, backend=None):
+    """``word``'s array (dask's name ``<word>-<token>``, or ``name``) of ``fill_value``, with chunks of
+    ``backend`` (None: the configured one)."""
     shape = _shape(shape)
     reject_masked(fill_value, what=word)
     if np.ndim(fill_value) != 0:
         raise ValueError(f"fill_value must be scalar. Received {type(fill_value).__name__} instead.")
     dtype = check_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
-    source = ConstantSource(fill_value, shape, auto_chunks(chunks, shape, dtype), dtype, prefix=word)
+    source = ConstantSource(fill_value, shape, auto_chunks(chunks, shape, dtype), dtype, prefix=word, backend=backend)
     return wrap_source(source, name=name)
 
 
@@ -138,7 +139,10 @@ def _like(word, a, fill_value, dtype, chunks, shape, name):
     shape = a.shape if shape is None else _shape(shape)
     if chunks is None:
         chunks = a.chunks if is_array(a) and shape == a.shape else "auto"
-    return _constant(word, shape, fill_value, dtype if dtype is not None else a.dtype, chunks, name)
+    # chunks of ``a``'s library where it is not NumPy (dask: ``like=a._meta``)
+    backend = a.sparse_expr.type.backend if is_array(a) else backends.backend_of_type(a)
+    backend = None if backend == "numpy" else backend
+    return _constant(word, shape, fill_value, dtype if dtype is not None else a.dtype, chunks, name, backend)
 
 
 def zeros_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):

@@ -261,6 +261,11 @@ class Backend:
         (a tensor holding autograd state is not)."""
         return True
 
+    def probe(self, ones):
+        """What a block function's dtype inference passes for an input of this library, given
+        NumPy ``ones`` (NumPy itself, unless the library's chunks behave differently on host)."""
+        return ones
+
     def dask_meta(self, ndim, dtype):
         """The empty array dask.array takes as ``meta`` for chunks of this library (NumPy's
         unless dask.array knows the library's arrays)."""
