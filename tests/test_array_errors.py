@@ -119,8 +119,10 @@ def test_other_shape_errors(xy):
         x[0, 0, 0]
     with pytest.raises(IndexError, match="boolean index did not match"):
         x[np.ones(4, bool)]
-    with pytest.raises(NotImplementedError):
-        x[[0, 1], [0, 1]]  # pointwise indexing (a lazy mask, x[x > 0], is computed first: see test_datadependent)
+    # pointwise indexing is NumPy's (tests/test_regressions_array_api.py); mismatched index shapes raise its IndexError
+    assert x[[0, 1], [0, 1]].shape == (2,)
+    with pytest.raises(IndexError, match="shape mismatch"):
+        x[[0, 1], [0, 1, 2]]
 
 
 @pytest.mark.parametrize("axis", [1.5, "0", (0, 1.0)])

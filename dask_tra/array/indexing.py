@@ -5,8 +5,9 @@ Join with a piece relation, ReKey to renumber, Concat): a slice keeps the blocks
 crosses, an integer keeps one element (then the axis is squeezed), an integer array picks
 its positions (then the axis is reshaped to the index's shape), a boolean array picks its
 true positions (a k-d mask first merges its k axes with a reshape). ``None`` adds axes.
-At most one array index per call; a lazy (RelArray) index or mask is computed first (the
-result's shape depends on it; see "Data-dependent shapes" in docs/api.md).
+Several array indices (integers among them) are broadcast together as NumPy's advanced
+indexing, by ``x.vindex``. A lazy (RelArray) index or mask is computed first (the result's
+shape depends on it; see "Data-dependent shapes" in docs/api.md).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _entries(x, index):
             out.append(("ellipsis", None, 0))
         elif isinstance(v, slice):
             out.append(("slice", v, 1))
-        elif isinstance(v, (bool, np.bool_)):
-            raise NotImplementedError("indexing with a scalar boolean is not supported")
+        elif isinstance(v, (bool, np.bool_)):  # NumPy's 0-d mask: a new axis of length 1 or 0
+            out.append(("mask", np.asarray(v), 0))
         elif isinstance(v, (int, np.integer)):
             out.append(("int", int(v), 1))
         else:
@@ -65,6 +66,7 @@ def getitem(x, index):
     from .structure import expand_dims, moveaxis, reshape
 
     entries = _entries(x, index)
+    split = _split_advanced(index)
     if len(entries) == x.ndim and all(
         k == "slice" and v.indices(n) == (0, n, 1) for (k, v, _), n in zip(entries, x.shape)
     ):
@@ -72,8 +74,8 @@ def getitem(x, index):
     x, entries = narrow(x, entries)  # a lazily read input reads only the blocks the index touches
     x, entries = _narrow_generated(x, entries)  # a generated input makes only those blocks
     arrays = [e for e in entries if e[0] in ("array", "mask")]
-    if len(arrays) > 1:
-        raise NotImplementedError("at most one integer or boolean array index per indexing operation")
+    if len(arrays) > 1 or (arrays and split and any(e[0] == "new" for e in entries)):
+        return _several_arrays(x, entries, split)
     starts, axis = [], 0
     for kind, v, k in entries:
         starts.append(axis)
@@ -114,12 +116,77 @@ def getitem(x, index):
             adv, pos = pos, pos + (v.ndim if kind == "array" else 1)
         elif kind == "slice":
             pos += 1
-    if arrays and _split_advanced(entries) and adv:
-        if new_axes:
-            raise NotImplementedError("None together with non-adjacent advanced indices")
+    if arrays and split and adv:
         nd = arrays[0][1].ndim if arrays[0][0] == "array" else 1
         x = moveaxis(x, list(range(adv, adv + nd)), list(range(nd)))
     return expand_dims(x, new_axes) if new_axes else x
+
+
+def _several_arrays(x, entries, split):
+    """NumPy's advanced indexing with several array indices: the integer arrays, each k-d mask
+    as its k arrays of true positions (``nonzero``; a 0-d one as ``[0]`` or ``[]`` on a new
+    axis), and the integers (0-d arrays) are broadcast
+    together and select points, as ``x.vindex`` does, after the slices are applied; the
+    broadcast dims then go where NumPy puts them: in place of the advanced indices when these
+    are adjacent (integers count as advanced; see ``_split_advanced``), else first. ``None``
+    adds its axes in place (also for one array index that is not adjacent to an integer)."""
+    from .blockwise import VIndex
+    from .structure import expand_dims, transpose
+
+    if any(kind == "mask" and k == 0 for kind, v, k in entries):  # 0-d: [0] or [] on a new axis
+        fixed, new_at, ax = [], [], 0
+        for kind, v, k in entries:
+            if kind == "mask" and k == 0:
+                new_at.append(ax)
+                kind, v, k = "array", np.zeros(int(bool(v)), np.int64), 1
+            fixed.append((kind, v, k))
+            ax += k
+        x, entries = expand_dims(x, tuple(new_at)), fixed
+    adjacent, placed = not split, False
+    basic, points, layout, n_rest, n_new, ax = [], [], [], 0, 0, 0
+    for kind, v, k in entries:
+        if kind == "new":
+            layout.append(("new", n_new))
+            n_new += 1
+            continue
+        if kind == "slice":
+            basic.append(v)
+            points.append(slice(None))
+            layout.append(("rest", n_rest))
+            n_rest += 1
+            ax += 1
+            continue
+        if kind == "mask":
+            for d in range(k):
+                if v.shape[d] != x.shape[ax + d]:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {ax + d}; size of axis is "
+                        f"{x.shape[ax + d]} but size of corresponding boolean axis is {v.shape[d]}"
+                    )
+            parts = list(np.nonzero(v))
+        else:
+            parts = [np.asarray(v, dtype=np.int64)]
+        basic += [slice(None)] * len(parts)
+        points += parts
+        ax += len(parts)
+        if adjacent and not placed:
+            layout.append(("points", None))
+            placed = True
+    if not adjacent:
+        layout.insert(0, ("points", None))
+    if any(b != slice(None) for b in basic):
+        x = getitem(x, tuple(basic))
+    y = VIndex(x)[tuple(points)]
+    n_points = y.ndim - n_rest
+    if n_new:
+        y = expand_dims(y, tuple(range(y.ndim, y.ndim + n_new)))
+    perm = []
+    for what, j in layout:
+        if what == "points":
+            perm += range(n_points)
+        else:
+            perm.append(n_points + j if what == "rest" else n_points + n_rest + j)
+    return y if perm == list(range(y.ndim)) else transpose(y, perm)
 
 
 def take_chunks(chunks, src):
@@ -227,9 +294,12 @@ def _narrow_generated(x, entries):
     return wrap_source(BlocksOf(src, blocks)), shifted
 
 
-def _split_advanced(entries):
-    """NumPy moves advanced-index dims first when the advanced indices (with integers) are not adjacent."""
-    pos = [i for i, e in enumerate(entries) if e[0] in ("array", "mask", "int")]
+def _split_advanced(index):
+    """NumPy moves advanced-index dims first when the advanced indices (with integers) are not
+    next to each other in the index as written: a slice, ``None`` or ``...`` (even one that
+    stands for no axis) between two of them splits them."""
+    index = index if isinstance(index, tuple) else (index,)
+    pos = [i for i, v in enumerate(index) if v is not None and v is not Ellipsis and not isinstance(v, slice)]
     return bool(pos) and pos[-1] - pos[0] + 1 != len(pos)
 
 

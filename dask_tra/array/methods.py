@@ -155,8 +155,9 @@ def _key_items(key):
             k = _da().asarray(k)
         if is_array(k) or isinstance(k, (list, np.ndarray)):
             arr = k if is_array(k) else np.asarray(k)
-            if arr.ndim == 0 and arr.dtype == np.bool_:
-                raise NotImplementedError("item assignment with a 0-d boolean array index is not supported")
+            if arr.ndim == 0 and arr.dtype == np.bool_:  # a lazy 0-d mask: kept (see _assigned)
+                items.append(k)
+                continue
             if arr.dtype == np.bool_:
                 k = ("mask", arr)
             elif arr.dtype.kind in "iu" or (not is_array(k) and arr.size == 0):
@@ -169,6 +170,13 @@ def _key_items(key):
                 raise IndexError(INVALID)
         items.append(k)
     return items
+
+
+def _is_bool0(k):
+    """A 0-d boolean index item: Python's or NumPy's bool, or a 0-d boolean RelArray."""
+    from .relations import is_array
+
+    return isinstance(k, (bool, np.bool_)) or (is_array(k) and k.ndim == 0 and k.dtype == np.bool_)
 
 
 def _count_is(expected, total):
@@ -252,6 +260,18 @@ def _assigned(x, key, value):
 
     da = _da()
     items = _key_items(key)
+    flags = [k for k in items if _is_bool0(k)]
+    if flags:
+        # a 0-d boolean is NumPy's new axis of length 1 (True) or 0 (False): with True the
+        # assignment is that of None there; with False nothing changes (the value still has to
+        # fit); a lazy one picks between the two with where
+        y = _assigned(x, tuple(None if _is_bool0(k) else k for k in items), value)
+        if y is None or not all(bool(k) for k in flags if not is_array(k)):
+            return None
+        for k in flags:
+            if is_array(k):
+                y = da.where(k, y, x)
+        return y
     arrays = [(i, k) for i, k in enumerate(items) if isinstance(k, tuple)]
     if len(arrays) > 1:
         raise NotImplementedError("item assignment with more than one integer or boolean array index is not supported")

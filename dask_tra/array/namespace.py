@@ -27,7 +27,7 @@ uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float32, float64, complex64, complex128 = _np.float32, _np.float64, _np.complex64, _np.complex128
 
 # ---------------------------------------------------------------- elementwise
-_SAME = """abs add bitwise_and bitwise_or bitwise_xor ceil conj copysign cos cosh equal exp expm1 floor
+_SAME = """abs add bitwise_and bitwise_or bitwise_xor ceil conj copysign cos cosh equal exp floor
 greater greater_equal hypot imag isfinite isinf isnan less less_equal log log1p log2 log10
 logaddexp logical_and logical_not logical_or logical_xor maximum minimum multiply negative nextafter
 not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan tanh
@@ -38,12 +38,12 @@ globals().update({n: getattr(_da, n) for n in _SAME})
 def _floor_divide_chunks(a, b):
     """floor(a / b) where an operand is infinite (the standard's special cases; NumPy returns
     NaN or -1 there), NumPy's floor_divide elsewhere."""
-    from .kernels import npx
+    from .kernels import dtype_of, npx
 
     xp = npx(a, b)
     with _np.errstate(all="ignore"):
         out = xp.floor_divide(a, b)
-        if _np.result_type(a, b).kind != "f":
+        if dtype_of(out).kind != "f":
             return out
         return xp.where(xp.isinf(a) | xp.isinf(b), xp.floor(a / b), out)
 
@@ -52,6 +52,26 @@ def floor_divide(x1, x2, /):
     from .elementwise import elementwise
 
     return elementwise("floor_divide", _floor_divide_chunks, x1, x2)
+
+
+def _expm1_chunks(a):
+    """exp(a) - 1 where a complex ``a`` has an infinite or NaN part (the standard's special
+    cases, which are C99's cexp's less one; NumPy's and torch's complex expm1 give NaN + NaN j
+    there), the library's expm1 elsewhere (real chunks: unchanged)."""
+    from .kernels import dtype_of, npx
+
+    xp = npx(a)
+    with _np.errstate(all="ignore"):
+        out = xp.expm1(a)
+        if dtype_of(out).kind != "c":
+            return out
+        return xp.where(xp.isfinite(a), out, xp.exp(a) - 1)
+
+
+def expm1(x, /):
+    from .elementwise import elementwise
+
+    return elementwise("expm1", _expm1_chunks, x)
 
 
 _RENAMED = {
