@@ -176,10 +176,10 @@ class DelayedSource(Source):
     """One block: the value of a ``dask.delayed`` object (its graph joins the plan's): the
     source of ``from_delayed`` (io.py) and of a Delayed argument of a block function."""
 
-    def __init__(self, value, shape, dtype, name=None):
+    def __init__(self, value, shape, dtype, name=None, backend="numpy"):
         self.value = value
         self.graph = dict(value.__dask_graph__())
-        t = RelationType.from_chunks(tuple((int(s),) for s in shape), dtype)
+        t = RelationType.from_chunks(tuple((int(s),) for s in shape), dtype, backend)
         self.input = Input(name or fresh_name("from-delayed"), t)
 
     def task(self, key):

@@ -7,6 +7,8 @@ import html
 import math
 from collections import Counter
 
+from .. import backends
+
 
 def pending(x) -> Counter:
     """TRA operators in ``x.expr`` by kind (leaves are inputs, not operators)."""
@@ -25,17 +27,17 @@ def repr_html(x) -> str:
     chunksize = tuple(max(c) if c else 0 for c in x.chunks)
     ops = pending(x)
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(ops.items()))
-    rows = [
-        ("Bytes", format_bytes(x.nbytes), format_bytes(math.prod(chunksize) * x.dtype.itemsize)),
-        ("Shape", str(x.shape), str(chunksize)),
-    ]
+    rows = [("Shape", str(x.shape), str(chunksize))]
+    if backends.get(x.expr.type.backend).dense:  # a sparse chunk's bytes are not known (dask omits them)
+        rows.insert(0, ("Bytes", format_bytes(x.nbytes), format_bytes(math.prod(chunksize) * x.dtype.itemsize)))
+    meta = type(x._meta)
     body = "".join(f"<tr><th> {h} </th><td> {a} </td><td> {c} </td></tr>" for h, a, c in rows)
     body += (
         f'<tr><th> Chunk grid </th><td colspan="2"> {x.npartitions} chunks in '
         f"{x.numblocks} blocks </td></tr>"
         f'<tr><th> TRA operators </th><td colspan="2"> {sum(ops.values())} pending'
         f"{' (' + html.escape(kinds) + ')' if kinds else ''} </td></tr>"
-        f'<tr><th> Data type </th><td colspan="2"> {x.dtype} {x.expr.type.backend}.ndarray </td></tr>'
+        f'<tr><th> Data type </th><td colspan="2"> {x.dtype} {meta.__module__.split(".")[0]}.{meta.__name__} </td></tr>'
     )
     table = (
         '<table style="border-collapse: collapse;"><thead><tr><td> </td><th> RelArray </th>'

@@ -77,7 +77,8 @@ def from_delayed(value, shape, dtype=None, meta=None, name=None):
             )
         if int(n) != n or n < 0:
             raise ValueError(f"from_delayed: shape {shape} must be non-negative integers")
-    return wrap_source(DelayedSource(value, tuple(int(n) for n in shape), check_dtype(dtype), name))
+    backend = backends.backend_of_type(meta) if hasattr(meta, "shape") else "numpy"  # meta's library
+    return wrap_source(DelayedSource(value, tuple(int(n) for n in shape), check_dtype(dtype), name, backend))
 
 
 def from_zarr(url, component=None, storage_options=None, chunks=None, name=None, inline_array=False, **kwargs):

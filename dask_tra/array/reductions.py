@@ -402,6 +402,30 @@ cumsum = _scan("cumsum")
 cumprod = _scan("cumprod")
 
 
+# ---------------------------------------------------------------- dask's chunk counts
+
+
+def numel(x, axis=None, keepdims=False, dtype=np.float64):
+    """dask's chunk function: how many elements of chunk ``x`` each result element reduces
+    over ``axis``, as NumPy (a masked chunk counts its unmasked ones)."""
+    if masked.is_masked(x):
+        return np.sum(np.ones_like(x), axis=axis, keepdims=keepdims, dtype=dtype)
+    if axis is None:
+        n = np.prod(x.shape, dtype=dtype)
+        return np.full((1,) * len(x.shape), n, dtype=dtype) if keepdims else n
+    axes = axes_of(axis, len(x.shape))
+    shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape) if keepdims or d not in axes)
+    return np.broadcast_to(np.array(math.prod(x.shape[d] for d in axes), dtype=dtype), shape)
+
+
+def nannumel(x, axis=None, keepdims=False, dtype=None):
+    """dask's chunk function: the count of non-NaN elements of chunk ``x`` over ``axis``
+    (dense: a sparse count has an unpredictable fill value, dask#7169)."""
+    xp = npx(x)
+    n = xp.sum(~xp.isnan(x), axis=axis, keepdims=keepdims, dtype=dtype)
+    return n.todense() if hasattr(n, "todense") else n
+
+
 __all__ = [
     "sum",
     "prod",
@@ -424,4 +448,6 @@ __all__ = [
     "nanmin",
     "nanmean",
     "count_nonzero",
+    "numel",
+    "nannumel",
 ]

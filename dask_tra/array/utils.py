@@ -82,4 +82,12 @@ def assert_eq(
     return True
 
 
-__all__ = ["assert_eq"]
+def meta_from_array(x, ndim=None, dtype=None):
+    """dask.array.utils.meta_from_array: an empty array of ``x``'s chunk type (a RelArray's
+    ``_meta``'s), with ``ndim`` dimensions and ``dtype``."""
+    from dask.array.utils import meta_from_array as dask_meta
+
+    return dask_meta(x._meta if isinstance(x, RelArray) else x, ndim=ndim, dtype=dtype)
+
+
+__all__ = ["assert_eq", "meta_from_array"]

@@ -84,6 +84,7 @@ class Backend:
     name = "backend"
     module_name = ""
     chunk_modules: tuple = ()
+    dense = True  # chunks store every element (bytes = size x itemsize); False for sparse formats
 
     def __repr__(self):
         return f"<dask_tra backend {self.name!r}>"

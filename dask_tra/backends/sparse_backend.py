@@ -96,6 +96,7 @@ class SparseBackend(Backend):
     name = "sparse"
     module_name = "sparse"
     chunk_modules = ("sparse",)
+    dense = False
 
     def __init__(self):
         self._ns = _SparseNamespace(self)
