@@ -122,3 +122,30 @@ def test_a_result_larger_than_free_memory_is_refused_before_running():
     with pytest.raises(MemoryLimitError, match=r"gathers the whole result, 7\.28 TiB, into this process"):
         x.compute()
     assert x[:3, :3].compute().tolist() == [[0.0] * 3] * 3  # a part that fits still computes
+
+
+def test_type_checks_and_metadata_plan_nothing(monkeypatch, ab):
+    """xarray asks ``is_dask_collection`` of every intermediate: that, and reading keys, chunks
+    or dtype, must not plan; computing plans once."""
+    import pickle
+
+    from dask.base import is_dask_collection
+    from xarray.namedarray.utils import is_duck_dask_array
+
+    from dask_tra.dask.collection import DaskCollection
+
+    made = []
+    make = DaskCollection._make_plan
+    monkeypatch.setattr(DaskCollection, "_make_plan", lambda self, *a, **k: made.append(1) or make(self, *a, **k))
+    a, b = ab
+    x = dt.from_array(a, chunks=(5, 4))
+    z = ((x + 1) @ dt.from_array(b, chunks=(4, 3))).sum(axis=0)
+    graph = z.__dask_graph__()
+    assert is_dask_collection(z) and is_duck_dask_array(z)
+    assert z.__dask_keys__() and z.chunks and z.dtype == np.float64 and z.dask is not None
+    assert made == []
+    copy = pickle.loads(pickle.dumps(graph))  # pickled (as sent to a scheduler): the real graph
+    assert type(copy).__name__ == "HighLevelGraph" and set(copy) == set(graph)
+    assert made == [1]
+    np.testing.assert_allclose(z.compute(), ((a + 1) @ b).sum(axis=0))
+    assert made == [1]  # the plan was cached

@@ -57,10 +57,10 @@ class RelArray(ArrayMethods, DaskCollection):
         """What is planned: the block-sparse expression (missing blocks are skipped)."""
         return (self.sparse_expr,)
 
-    def __dask_graph__(self):
+    def _graph_now(self):
         """The plan's graph; a block-sparse array's missing blocks are added as zero tasks (for
         ``to_dask``, ``to_delayed``), which compute and persist do not ask for."""
-        graph = super().__dask_graph__()
+        graph = super()._graph_now()
         t = self.sparse_expr.type
         return graph if t.keys is None else fill_missing(graph, self.name, t)
 

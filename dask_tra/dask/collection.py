@@ -136,6 +136,11 @@ class DaskCollection(DaskMethodsMixin):
         return state
 
     def __dask_graph__(self):
+        """The plan's graph, made when first read: a type check (``is_dask_collection``, which
+        xarray asks of every intermediate) plans nothing."""
+        return PlannedGraph(self._graph_now)
+
+    def _graph_now(self) -> HighLevelGraph:
         client = active_client()
         if client is not None and not in_event_loop(client):
             recovery.restore_lost(self)
@@ -444,6 +449,28 @@ def _scatter_in_memory_inputs(roots, sources, where):
     for name, held in sites.items():
         out[name] = sources[name].scattered(where.client, held, where.workers)
     return out
+
+
+class PlannedGraph(HighLevelGraph):
+    """A HighLevelGraph made by ``build`` when something first reads it (its layers, keys or
+    tasks); pickled, it is the graph it stands for."""
+
+    def __init__(self, build):
+        self._build = build
+        self._graph: HighLevelGraph | None = None
+
+    def _made(self) -> HighLevelGraph:
+        if self._graph is None:
+            self._graph = self._build()
+        return self._graph
+
+    layers = property(lambda self: self._made().layers)  # type: ignore[assignment]
+    dependencies = property(lambda self: self._made().dependencies)  # type: ignore[assignment]
+    key_dependencies = property(lambda self: self._made().key_dependencies)  # type: ignore[assignment]
+
+    def __reduce__(self):
+        g = self._made()
+        return HighLevelGraph, (g.layers, g.dependencies, g.key_dependencies)
 
 
 def _finalize(results, ndim):
