@@ -255,10 +255,11 @@ def _clients(dask_scheduler=None):
 
 def test_junk_holds_are_purged_within_their_expiry():
     """A million held keys that name nothing, sent by a client on a scheduler whose holds last
-    1 s: all gone once they expired (the plugin's timer), and a leaving client's holds at once."""
+    10 s (long enough to see them held on a loaded machine): all gone once they expired (the
+    plugin's timer), and a leaving client's holds at once."""
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as c:
-        c.register_plugin(plugin.DaskTraPlugin(hold_s=1.0), name=plugin.NAME)
+        c.register_plugin(plugin.DaskTraPlugin(hold_s=10.0), name=plugin.NAME)
         c._send_to_scheduler({"op": plugin.HOLD_OP, "keys": [f"junk-{i}" for i in range(10**6)]})
         _until(lambda: c.run_on_scheduler(_held) == 10**6)
         _until(lambda: c.run_on_scheduler(_held) == 0)
