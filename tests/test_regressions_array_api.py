@@ -284,3 +284,35 @@ def test_setitem_0d_boolean_bad_value_raises_as_numpy():
         with pytest.raises(ValueError):
             x[key] = np.ones(3)
         _same(x.compute(), a)
+
+
+# ---------------------------------------------------------------- floor division with infinities
+def test_floordiv_operator_keeps_numpy_and_namespace_function_follows_the_standard():
+    """``x // y`` is NumPy's floor_divide (NaN for inf // 2, -1.0 for 1 // -inf: results the
+    standard's notes allow, "to match Python behavior"; benchmarks/conformance.py lists the
+    suite's tests of them as permitted); the namespace's ``floor_divide`` gives the standard's
+    preferred floor(x1 / x2)."""
+    a = np.array([INF, INF, -INF, -INF, 1.0, -1.0, 1.0, -1.0, 7.0, -7.0])
+    b = np.array([2.0, -2.0, 2.0, -2.0, -INF, INF, INF, -INF, 2.0, 2.0])
+    x, y = da.from_array(a, chunks=((3, 1, 6),)), da.from_array(b, chunks=((2, 5, 3),))
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(a, b)
+        _same((x // y).compute(), want)
+        _same((x // 2.0).compute(), a // 2.0)
+        z = x.copy()
+        z //= y
+        _same(z.compute(), want)
+    std = xp.floor_divide(x, y).compute()
+    _same(std, np.array([INF, -INF, -INF, INF, -0.0, -0.0, 0.0, 0.0, 3.0, -4.0]))
+    np.testing.assert_array_equal(np.signbit(std[4:8]), [True, True, False, False])
+
+
+def test_namespace_meshgrid_and_broadcast_arrays_return_lists():
+    """The 2024.12 standard's lists (dask_tra.array's, as dask.array's, are tuples)."""
+    a, b = xp.arange(3), xp.asarray([1.0, 2.0])
+    g = xp.meshgrid(a, b)
+    assert type(g) is list and len(g) == 2
+    _same(g[1].compute(), np.meshgrid(np.arange(3), [1.0, 2.0])[1])
+    out = xp.broadcast_arrays(a, xp.asarray(5))
+    assert type(out) is list
+    _same(out[1].compute(), np.full(3, 5))

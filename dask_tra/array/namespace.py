@@ -192,7 +192,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def meshgrid(*arrays, indexing="xy"):
-    return _da.meshgrid(*arrays, indexing=indexing)
+    return list(_da.meshgrid(*arrays, indexing=indexing))  # a list in 2024.12 (a tuple from 2025.12)
 
 
 tril, triu = _da.tril, _da.triu
@@ -246,7 +246,7 @@ vecdot, matrix_transpose = _da.vecdot, _da.matrix_transpose
 
 
 def broadcast_arrays(*arrays):
-    return _da.broadcast_arrays(*arrays)
+    return list(_da.broadcast_arrays(*arrays))  # a list in 2024.12 (a tuple from 2025.12)
 
 
 def broadcast_to(x, /, shape):
