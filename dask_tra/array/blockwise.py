@@ -92,7 +92,12 @@ class BlockFunction(Kernel):
         kwargs = dict(self.kwargs)
         if loc is not None:
             kwargs.update(self.info.keywords(tuple(int(v) for v in np.asarray(loc).ravel()), self.dtype))
-        out = self.func(*args, **kwargs)
+        try:
+            out = self.func(*args, **kwargs)
+        except TypeError as e:  # NumPy's dispatch found no implementation for a chunk type
+            if not str(e).startswith("no implementation found for"):
+                raise
+            raise backends.UnsupportedOperation(f"{self.name} on these chunks: {e}") from None
         return self._checked(out, loc)
 
     def _checked(self, out, loc):

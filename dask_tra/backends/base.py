@@ -85,6 +85,9 @@ class Backend:
     module_name = ""
     chunk_modules: tuple = ()
     dense = True  # chunks store every element (bytes = size x itemsize); False for sparse formats
+    # a product (einsum, matmul) of a chunk with a dense NumPy operand is a NumPy chunk (sparse
+    # formats: dense in general, as sparse.tensordot and dask give it)
+    dense_products = False
 
     def __repr__(self):
         return f"<dask_tra backend {self.name!r}>"

@@ -16,6 +16,7 @@ from .base import Backend, UnsupportedOperation
 from .registry import register
 
 _DENSIFY = "Cannot convert a sparse array to dense automatically"
+_SIGNATURE = ("unexpected keyword argument", "positional argument")
 
 
 def unsupported(name, e=None):
@@ -34,6 +35,8 @@ def _guarded(name, f):
         except TypeError as e:
             if "no implementation found" in str(e):
                 raise unsupported(name) from None
+            if any(w in str(e) for w in _SIGNATURE):  # sparse's function lacks NumPy's argument
+                raise unsupported(name, e) from None
             raise
         except RuntimeError as e:
             if _DENSIFY in str(e):
@@ -91,12 +94,21 @@ class _SparseNamespace:
     def einsum(self, subscripts, *operands, **kw):
         return self._b.einsum(subscripts, *operands)
 
+    def flip(self, x, axis=None):
+        return self._b.module.flip(x, axis=axis)  # sparse's takes axis by keyword only
+
+    def array(self, x, dtype=None, copy=True, **kw):
+        if not self._b.owns(x):
+            return np.array(x, dtype=dtype, copy=copy)
+        return x.astype(np.dtype(dtype)) if dtype is not None else x.copy()
+
 
 class SparseBackend(Backend):
     name = "sparse"
     module_name = "sparse"
     chunk_modules = ("sparse",)
     dense = False
+    dense_products = True
 
     def __init__(self):
         self._ns = _SparseNamespace(self)
@@ -109,7 +121,8 @@ class SparseBackend(Backend):
         return self._ns
 
     def chunk_types(self):
-        return (self.module.SparseArray,)
+        m = self.module  # the formats by name: Dask's own lazy dispatch registers COO itself
+        return (m.COO, m.GCXS, m.DOK, m.SparseArray)
 
     def from_numpy(self, a, device=None):
         a = np.asarray(a)
@@ -151,10 +164,14 @@ class SparseBackend(Backend):
         return out
 
     def matmul(self, a, b):
-        return self.module.matmul(a, b)
+        return self._product(self.module.matmul(a, b), a, b)
 
     def einsum(self, subscripts, *operands):
-        return self.module.einsum(subscripts, *operands)
+        return self._product(self.module.einsum(subscripts, *operands), *operands)
+
+    def _product(self, out, *operands):
+        """A product's result: dense (NumPy) where an operand is dense (``dense_products``)."""
+        return out.todense() if any(isinstance(o, np.ndarray) for o in operands) and self.owns(out) else out
 
     def to_numpy(self, x):
         return x.todense() if self.owns(x) else np.asarray(x)

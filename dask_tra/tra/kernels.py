@@ -322,7 +322,9 @@ class Einsum(Kernel):
         self.annihilates = combine is None or combine.annihilates
 
     def __call__(self, *chunks: Any) -> Any:
-        b, chunks = backends.align(*chunks)
+        b = backends.backend_of(*chunks)
+        if not (self.plain and b.dense_products and any(isinstance(c, np.ndarray) for c in chunks)):
+            b, chunks = backends.align(*chunks)  # else a sparse chunk meets a dense one: dense out
         if b is not backends.NUMPY:  # NumPy's promotion (torch refuses mixed dtypes)
             dt = self.out_dtype(*_in_dtypes(chunks))
             if self.plain:
@@ -351,6 +353,11 @@ class Einsum(Kernel):
         kept = [l for l in letters if l in self.output]
         perm = tuple(kept.index(l) for l in self.output)
         return xp.permute_dims(c, perm) if perm != tuple(range(len(perm))) else c
+
+    def out_backend(self, *in_backends: str) -> str:
+        out = super().out_backend(*in_backends)
+        dense = self.plain and "numpy" in in_backends and backends.get(out).dense_products
+        return "numpy" if dense else out
 
     def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
         by_label: dict[str, ChunkAxis] = {}
