@@ -36,7 +36,7 @@ class RelArray(ArrayMethods, DaskCollection):
         self.name = name or array_name(expr)
         self.chunks = chunks
         self._plans = {}
-        self._last_explain = None
+        self._last_entry = None
 
     @property
     def expr(self):

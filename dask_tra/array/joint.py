@@ -41,7 +41,7 @@ class Joint(DaskCollection):
         self.name = fresh_name("tra-joint")
         self.chunks = ()
         self._plans = {}
-        self._last_explain = None
+        self._last_entry = None
 
     @property
     def roots(self) -> tuple:

@@ -513,7 +513,7 @@ class ArrayMethods:
     def _become(self, y):
         """This object now holds ``y``'s expression (item assignment, ``out=``)."""
         self.expr, self.sources, self.chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
-        self._plans, self._last_explain = {}, None  # plans of the old expression
+        self._plans, self._last_entry = {}, None  # plans of the old expression
 
     def __array__(self, dtype=None, copy=None):
         from ..backends import to_numpy

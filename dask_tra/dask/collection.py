@@ -39,16 +39,21 @@ class Planned:
     graph: HighLevelGraph | None = None
     reads: frozenset = frozenset()
     scattered: tuple = ()  # the client arrays the emitted graph reads, sent to the workers
-    explain: Explain | None = None  # the plan's report with the bytes its graph moves, once emitted
+    moved: int | None = None  # the bytes the emitted graph moves
+    explain: Explain | None = None  # the plan's report with those bytes, made when first asked for
 
     def emitted(self, graph, reads, moved: int):
         """Record the emitted graph; the report predicts the bytes this graph moves."""
-        self.graph, self.reads = graph, reads
-        self.explain = exact_bytes(self.plan.explain, moved)
+        self.graph, self.reads, self.moved = graph, reads, moved
 
     @property
     def report(self) -> Explain:
-        return self.explain if self.explain is not None else self.plan.explain
+        """The plan's report (made when asked for: computing needs none of it)."""
+        if self.moved is None:
+            return self.plan.explain
+        if self.explain is None:
+            self.explain = exact_bytes(self.plan.explain, self.moved)
+        return self.explain
 
 
 def exact_bytes(explain: Explain, moved: int) -> Explain:
@@ -130,7 +135,7 @@ class DaskCollection(DaskMethodsMixin):
         """Pickled without the plan cache: plans hold the client (and sites that may be gone
         where the copy is loaded). A kernel capturing a RelArray then pickles too."""
         state = dict(self.__dict__)
-        state["_plans"], state["_last_explain"] = {}, None
+        state["_plans"], state["_last_entry"] = {}, None
         state.pop("_lock", None)
         state.pop("_memo", None)
         return state
@@ -170,8 +175,15 @@ class DaskCollection(DaskMethodsMixin):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
         from .. import diagnostics
 
-        diagnostics.register(entry.report, owner=self.name, outputs=self.output_names)
-        self._last_explain = entry.report
+        if diagnostics._ACTIVE:
+            diagnostics.register(entry.report, owner=self.name, outputs=self.output_names)
+        self._last_entry = entry
+
+    @property
+    def _last_explain(self) -> Explain | None:
+        """The report of the plan last emitted (``explain()`` with no sites shows it)."""
+        entry = self.__dict__.get("_last_entry")
+        return None if entry is None else entry.report
 
     def _emit(self, entry: Planned):
         """The plan's Dask graph: client arrays scattered to their planned workers (recorded on
