@@ -24,6 +24,7 @@ def _same(got, want):
 # (a sign left unspecified there is NumPy's exp(x) - 1)
 EXPM1_CASES = [
     (complex(0.0, 0.0), complex(0.0, 0.0)),
+    (complex(-0.0, 0.0), complex(0.0, 0.0)),  # NumPy's expm1: -0 + 0j
     (complex(1.0, INF), complex(NAN, NAN)),
     (complex(1.0, NAN), complex(NAN, NAN)),
     (complex(INF, 0.0), complex(INF, 0.0)),
@@ -41,15 +42,15 @@ EXPM1_CASES = [
 
 
 def _complex_equal(got, want):
-    """Equal part by part, NaN equal to NaN, the sign of an infinity kept."""
+    """Equal part by part, NaN equal to NaN, the sign of an infinity or a zero kept."""
     for g, w in ((got.real, want.real), (got.imag, want.imag)):
-        assert (np.isnan(g) and np.isnan(w)) or g == w, (got, want)
+        assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (got, want)
 
 
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 def test_expm1_complex_special_cases(dtype):
     z = np.array([c for c, _ in EXPM1_CASES] + [1e-12 + 1e-12j, 0.5 - 2j], dtype=dtype)
-    out = xp.expm1(da.from_array(z, chunks=((3, 1, 5, 2, 4, 1),)))
+    out = xp.expm1(da.from_array(z, chunks=((3, 1, 5, 2, 4, 2),)))
     assert out.dtype == dtype
     got = out.compute()
     assert got.dtype == dtype
@@ -84,7 +85,7 @@ def test_expm1_real_unchanged_and_dask_tra_array_keeps_numpy():
 def test_expm1_complex_torch_chunks():
     torch = pytest.importorskip("torch")
     z = np.array([c for c, _ in EXPM1_CASES] + [0.5 - 2j])
-    out = xp.expm1(da.to_backend(da.from_array(z, chunks=((4, 7, 4),)), "torch")).compute()
+    out = xp.expm1(da.to_backend(da.from_array(z, chunks=((4, 7, 5),)), "torch")).compute()
     assert isinstance(out, torch.Tensor) and out.dtype == torch.complex128
     got = out.numpy()
     for g, (_, w) in zip(got, EXPM1_CASES):
@@ -103,6 +104,38 @@ def test_floor_divide_torch_chunks():
     got = xp.floor_divide(da.to_backend(da.from_array(a, chunks=2), "torch"), da.from_array(b, chunks=3))
     np.testing.assert_array_equal(got.compute().numpy(), [INF, -INF, -0.0, -0.0, 3.0])
     assert np.signbit(got.compute().numpy()[2:4]).all()
+
+
+# (x, the standard's tanh(x)) for an infinite real part: +-1 + 0j, the zero's sign that of the
+# imaginary part (NumPy and torch, as C99, give 1 + 0 sin(2b) j: -0 for b = 2)
+TANH_CASES = [
+    (complex(INF, 2.0), complex(1.0, 0.0)),
+    (complex(INF, 1.0), complex(1.0, 0.0)),
+    (complex(INF, 0.0), complex(1.0, 0.0)),
+    (complex(INF, -2.0), complex(1.0, -0.0)),
+    (complex(-INF, 2.0), complex(-1.0, 0.0)),
+    (complex(-INF, -2.0), complex(-1.0, -0.0)),
+    (complex(INF, INF), complex(1.0, 0.0)),  # sign unspecified: NumPy's
+    (complex(INF, NAN), complex(1.0, 0.0)),  # sign unspecified: NumPy's
+]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_tanh_complex_infinite_real_part(backend):
+    if backend == "torch":
+        pytest.importorskip("torch")
+    z = np.array([c for c, _ in TANH_CASES] + [0.3 + 0.2j, -1.5 - 4j])
+    x = da.to_backend(da.from_array(z, chunks=((3, 2, 5),)), backend)
+    got = np.asarray(xp.tanh(x).compute())
+    for g, (_, w) in zip(got, TANH_CASES):
+        _complex_equal(g, w)
+    np.testing.assert_allclose(got[-2:], np.tanh(z[-2:]))
+    r = np.array([0.0, -0.0, INF, -INF, NAN, 0.5])
+    got = np.asarray(xp.tanh(da.to_backend(da.from_array(r, chunks=4), backend)).compute())
+    np.testing.assert_allclose(got, np.tanh(r), rtol=1e-15)  # real: the library's tanh
+    assert np.signbit(got[1]) and not np.signbit(got[0])
+    with np.errstate(all="ignore"):
+        _same(da.tanh(da.from_array(z, chunks=4)).compute(), np.tanh(z))  # dask_tra.array's: NumPy's
 
 
 # ---------------------------------------------------------------- several array indices

@@ -30,7 +30,7 @@ float32, float64, complex64, complex128 = _np.float32, _np.float64, _np.complex6
 _SAME = """abs add bitwise_and bitwise_or bitwise_xor ceil conj copysign cos cosh equal exp floor
 greater greater_equal hypot imag isfinite isinf isnan less less_equal log log1p log2 log10
 logaddexp logical_and logical_not logical_or logical_xor maximum minimum multiply negative nextafter
-not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan tanh
+not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan
 trunc""".split()
 globals().update({n: getattr(_da, n) for n in _SAME})
 
@@ -55,9 +55,10 @@ def floor_divide(x1, x2, /):
 
 
 def _expm1_chunks(a):
-    """exp(a) - 1 where a complex ``a`` has an infinite or NaN part (the standard's special
-    cases, which are C99's cexp's less one; NumPy's and torch's complex expm1 give NaN + NaN j
-    there), the library's expm1 elsewhere (real chunks: unchanged)."""
+    """exp(a) - 1 where a complex ``a`` has an infinite or NaN part, or is zero (the standard's
+    special cases, which are C99's cexp's less one; NumPy's and torch's complex expm1 give
+    NaN + NaN j there, and -0 + 0j for -0 + 0j), the library's expm1 elsewhere (real chunks:
+    unchanged)."""
     from .kernels import dtype_of, npx
 
     xp = npx(a)
@@ -65,13 +66,35 @@ def _expm1_chunks(a):
         out = xp.expm1(a)
         if dtype_of(out).kind != "c":
             return out
-        return xp.where(xp.isfinite(a), out, xp.exp(a) - 1)
+        return xp.where(xp.isfinite(a) & (a != 0), out, xp.exp(a) - 1)
 
 
 def expm1(x, /):
     from .elementwise import elementwise
 
     return elementwise("expm1", _expm1_chunks, x)
+
+
+def _tanh_chunks(a):
+    """The library's tanh, with the standard's ``tanh(±infinity + b j) = ±1 + 0j`` for a finite
+    ``b`` (the zero's sign that of ``b``: conjugate symmetry). NumPy and torch follow C99's
+    ``1 + 0 sin(2b) j``, which gives -0 for some positive ``b``."""
+    from .kernels import dtype_of, npx
+
+    xp = npx(a)
+    with _np.errstate(all="ignore"):
+        out = xp.tanh(a)
+        if dtype_of(out).kind != "c":
+            return out
+        im = xp.imag(a)
+        flip = xp.isinf(xp.real(a)) & xp.isfinite(im) & (xp.signbit(xp.imag(out)) != xp.signbit(im))
+        return xp.where(flip, xp.conj(out), out)
+
+
+def tanh(x, /):
+    from .elementwise import elementwise
+
+    return elementwise("tanh", _tanh_chunks, x)
 
 
 _RENAMED = {
