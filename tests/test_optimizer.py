@@ -236,3 +236,32 @@ def test_too_many_blocks_is_refused_before_planning_allocates():
     with pytest.raises(TooManyBlocksError, match=r"10,000,000,000 blocks \(100,000 × 100,000\).*use larger chunks"):
         x.sum().explain()
     assert float(da.ones((10**4, 10**3), chunks=10).sum().compute()) == 10**7  # 10^5 blocks plan
+
+
+def test_a_join_of_co_located_inputs_is_planned_without_a_search(monkeypatch):
+    """Elementwise operands already side by side (two maps of one placed input): the join's plan
+    moves nothing and is the only candidate costed; the result is exact."""
+    from dask_tra.optimizer import candidates as C
+
+    asked = []
+    join_alone = C.join_alone
+    monkeypatch.setattr(C, "join_alone", lambda *a: asked.append(a[4] if len(a) > 4 else None) or join_alone(*a))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((12, 9))
+    tx, rx = split(x, (4, 3))
+    a = Input("X", tx)
+    left = Transform(a, K.Elementwise("exp", lambda xp, c: xp.exp(c), 1))
+    right = Transform(a, K.Elementwise("negative", lambda xp, c: -c, 1))
+    e = Join(left, right, (0, 1), (0, 1), K.Elementwise("add", lambda xp, a, b: a + b, 2))
+    placed = {"X": {k: (i % 3,) for i, k in enumerate(sorted(rx))}}
+    p = plan(e, 3, placements=placed)
+    assert asked and all(o in ("align-left", "align-right") for o in asked)
+    assert p.cost.bytes_moved == 0
+    res = execute(p.root, {"X": rx})
+    assert res.bytes_moved == 0
+    np.testing.assert_allclose(assemble(e.type, project(p.root, res)), np.exp(x) - x)
+    asked.clear()
+    moved = {"X": {k: (0,) for k in rx}}
+    far = Join(left, Input("Y", tx), (0, 1), (0, 1), K.Elementwise("add", lambda xp, a, b: a + b, 2))
+    plan(far, 3, placements={**moved, "Y": {k: (1,) for k in rx}})
+    assert None in asked  # operands on different sites: every strategy is costed

@@ -196,6 +196,18 @@ def _align(join, views, f, m, s):
     return mv, fixed.layout
 
 
+def co_located(join, views, s) -> str | None:
+    """The align strategy under which this join moves nothing (its inputs' partners already sit
+    together), or None: then it is the plan, with no search (``search.plan_node``)."""
+    for f, m, name in ((0, 1, "align-right"), (1, 0, "align-left")):
+        if views[f].free or views[m].free or not join.left_keys:
+            continue
+        c = _align(join, views, f, m, s)
+        if c is not None and c[0].moved == 0:
+            return name
+    return None
+
+
 def join_alone(join, left, right, s, only=None) -> dict:
     views = (left, right)
     kl, kr = left.type.key_arity, right.type.key_arity

@@ -197,8 +197,12 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     kind = kind_of(node)
     options, rejected = [], {}
     wanted = forced(force, kind)
-    for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)]):
-        cands = candidates(node, kind, views_of(combo), s, rates=rates)
+    work = [(combo, None) for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)])]
+    if wanted is None and isinstance(node, tra.Join) and kind == "join":
+        together = [(combo, name) for combo, _ in work if (name := C.co_located(node, views_of(combo), s))]
+        work = together or work  # inputs already together: that plan moves nothing, no search
+    for combo, only in work:
+        cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates)
         if wanted is not None and wanted not in cands:
             raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; candidates are {sorted(cands)}")
         made = {name: combine(node, name, c, combo, rates) for name, c in cands.items()}
