@@ -197,11 +197,11 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     kind = kind_of(node)
     options, rejected = [], {}
     wanted = forced(force, kind)
-    work: list[tuple[tuple, str | None]] = [
-        (combo, None) for combo in _combos([alts[id(c)] for c in inputs_of(node, kind)])
-    ]
+    work: list[tuple[tuple, str | None]] = [(c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])]
     if wanted is None and isinstance(node, tra.Join) and kind == "join":
-        together = [(combo, name) for combo, _ in work if (name := C.co_located(node, views_of(combo), s))]
+        together: list[tuple[tuple, str | None]] = [
+            (combo, name) for combo, _ in work if (name := C.co_located(node, views_of(combo), s))
+        ]
         work = together or work  # inputs already together: that plan moves nothing, no search
     for combo, only in work:
         cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates)
