@@ -83,6 +83,8 @@ def parse_args(argv):
     sub.add_parser("list", help="list the workloads")
     sub.add_parser("cleanup", help="remove namespaces/bridges left by killed runs")
     sub.add_parser("tasks", help="table the tasks per graph, dask_tra vs dask.array (see tasks --help)")
+    sub.add_parser("everyday", help="everyday pipelines (xarray, reductions, slices, rechunks, loops): dask_tra vs "
+                                    "dask.array and dask-array (see everyday --help)")
     cov = sub.add_parser("coverage", help="dask.array functions covered by dask_tra.array (table for docs/api.md)")
     cov.add_argument("--write", default=None, metavar="MD", help="write the table into this Markdown file")
     conf = sub.add_parser("conformance", help="run the Array API test suite from a checkout")
@@ -249,6 +251,9 @@ def main(argv=None):
     if argv[:1] == ["recovery"]:
         from . import recovery
         return recovery.main(argv[1:])
+    if argv[:1] == ["everyday"]:
+        from . import everyday
+        return everyday.main(argv[1:])
     args = parse_args(argv)
     if args.cmd == "list":
         for name, ws in SUITES.items():
