@@ -94,7 +94,7 @@ def test_block_products_take_turns_between_the_sites_that_sum_them(client):
     with dt.config.set(force="cmm"):
         z = x @ y
         graph = z.__dask_graph__()
-        tasks = tasks_of(z)
+        tasks = {k: v for k, v in dict(graph).items() if not isinstance(v, Future)}  # the same plan
         got, m = computed(z)
     np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
     assert m.bytes_moved == m.predicted_bytes
