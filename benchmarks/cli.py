@@ -83,6 +83,8 @@ def parse_args(argv):
     sub.add_parser("list", help="list the workloads")
     sub.add_parser("cleanup", help="remove namespaces/bridges left by killed runs")
     sub.add_parser("tasks", help="table the tasks per graph, dask_tra vs dask.array (see tasks --help)")
+    sub.add_parser("memory", help="peak worker memory of computations larger than the cluster's memory, dask_tra vs "
+                                  "dask.array (see memory --help)")
     sub.add_parser("everyday", help="everyday pipelines (xarray, reductions, slices, rechunks, loops): dask_tra vs "
                                     "dask.array and dask-array (see everyday --help)")
     cov = sub.add_parser("coverage", help="dask.array functions covered by dask_tra.array (table for docs/api.md)")
@@ -251,6 +253,9 @@ def main(argv=None):
     if argv[:1] == ["recovery"]:
         from . import recovery
         return recovery.main(argv[1:])
+    if argv[:1] == ["memory"]:
+        from . import memory
+        return memory.main(argv[1:])
     if argv[:1] == ["everyday"]:
         from . import everyday
         return everyday.main(argv[1:])
