@@ -164,3 +164,25 @@ def _wait_empty(client, timeout=10):
     while sum(client.run(lambda dask_worker: dask_worker.state.nbytes).values()) > 1 * MB:
         assert time.time() < deadline
         time.sleep(0.05)
+
+
+def test_benchmark_checks_and_section(tmp_path):
+    """``python -m benchmarks memory``'s result checks (exact for ones, statistical for random
+    inputs) and its Markdown section writer."""
+    from benchmarks import memory as bench
+
+    dims = dict(n=1000, c=100, big=400)
+    assert bench.compare("ones-sum", dims, {"dask.array": 1e6, "dask_tra": 1e6}) == "equal"
+    assert bench.compare("ones-sum", dims, {"dask.array": 1e6, "dask_tra": 1e6 + 1}).startswith("WRONG")
+    rng = np.random.default_rng(0)
+    means = {lib: rng.uniform(size=(1000, 1000)).mean(axis=0) for lib in bench.LIBRARIES}
+    assert bench.compare("uniform-mean0", dims, means).startswith("≈")
+    assert bench.compare("uniform-mean0", dims, {"dask_tra": means["dask_tra"] + 0.1}).startswith("WRONG")
+    x = rng.uniform(size=(1000, 1000))
+    z = ((x - x.mean(0)) / x.std(0)).sum(1)
+    assert bench.compare("standardise", dims, {"dask.array": z}) == "—"
+    assert bench.compare("standardise", dims, {"dask.array": z + 1}).startswith("WRONG")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{bench.MARK_START}\nold\n{bench.MARK_END}\nafter\n")
+    bench.write_section(str(doc), "| new |")
+    assert doc.read_text() == f"before\n{bench.MARK_START}\n| new |\n{bench.MARK_END}\nafter\n"
