@@ -349,3 +349,26 @@ def test_namespace_meshgrid_and_broadcast_arrays_return_lists():
     out = xp.broadcast_arrays(a, xp.asarray(5))
     assert type(out) is list
     _same(out[1].compute(), np.full(3, 5))
+
+
+@pytest.mark.parametrize(
+    "shape, mask_shape",
+    [((3, 4), (3, 0)), ((3, 4), (0, 4)), ((3, 4), (0,)), ((0, 1), (0, 0)), ((0,), ()), ((0, 3), ()), ((3, 4), (2,))],
+)
+@pytest.mark.parametrize("fill", [True, False])
+def test_getitem_empty_and_0d_masks_as_numpy(shape, mask_shape, fill):
+    """A mask dim of size 0 matches any size and selects nothing; a 0-d mask on an empty array
+    is a new axis (NumPy's; the suite's test_getitem_masking draws both)."""
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    m = np.full(mask_shape, fill)
+    x = da.from_array(a, chunks=2)
+    try:
+        want = a[m]
+    except IndexError:
+        with pytest.raises(IndexError, match="did not match"):
+            x[m]
+        return
+    got = x[m]
+    assert got.shape == want.shape
+    _same(got.compute(), want)
+    _same(x[da.from_array(m)].compute(), want)

@@ -12,6 +12,8 @@ shape depends on it; see "Data-dependent shapes" in docs/api.md).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..dask.sources import ConstantSource, RandomSource, Source, content_name
@@ -84,15 +86,9 @@ def getitem(x, index):
         if kind == "new" or (kind == "slice" and v == slice(None)):
             continue
         if kind == "mask":
-            for d in range(k):
-                if v.shape[d] != x.shape[ax + d]:
-                    raise IndexError(
-                        f"boolean index did not match indexed array along axis {ax + d}; "
-                        f"size of axis is {x.shape[ax + d]} but size of corresponding "
-                        f"boolean axis is {v.shape[d]}"
-                    )
-            if k != 1:
-                x = reshape(x, x.shape[:ax] + (-1,) + x.shape[ax + k :])
+            _check_mask(v, x.shape, ax)
+            if k != 1:  # the k axes merged (k = 0: a new axis of length 1)
+                x = reshape(x, x.shape[:ax] + (math.prod(x.shape[ax : ax + k]),) + x.shape[ax + k :])
             src = np.flatnonzero(v)
             x = take(x, ax, src, take_chunks(x.chunks[ax], src))
             continue
@@ -157,12 +153,7 @@ def _several_arrays(x, entries, split):
             ax += 1
             continue
         if kind == "mask":
-            for d in range(k):
-                if v.shape[d] != x.shape[ax + d]:
-                    raise IndexError(
-                        f"boolean index did not match indexed array along axis {ax + d}; size of axis is "
-                        f"{x.shape[ax + d]} but size of corresponding boolean axis is {v.shape[d]}"
-                    )
+            _check_mask(v, x.shape, ax)
             parts = list(np.nonzero(v))
         else:
             parts = [np.asarray(v, dtype=np.int64)]
@@ -187,6 +178,17 @@ def _several_arrays(x, entries, split):
         else:
             perm.append(n_points + j if what == "rest" else n_points + n_rest + j)
     return y if perm == list(range(y.ndim)) else transpose(y, perm)
+
+
+def _check_mask(mask, shape, ax):
+    """NumPy's IndexError for a mask whose dims do not match ``shape``'s from axis ``ax`` on (a
+    mask dim of size 0 matches any size: it selects nothing, as in NumPy)."""
+    for d, m in enumerate(mask.shape):
+        if m not in (shape[ax + d], 0):
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {ax + d}; size of axis is "
+                f"{shape[ax + d]} but size of corresponding boolean axis is {m}"
+            )
 
 
 def take_chunks(chunks, src):
