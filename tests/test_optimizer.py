@@ -122,6 +122,30 @@ def test_memory_limit_error_names_operator_and_need():
         plan(e, 10, memory_limit=1_000)
 
 
+def _streamed(threads, limit, constant=False):
+    """sum(exp(x)) of a 4000x4000 float64 input in 500x500 blocks (2 MB each, 64 MB in all) on
+    2 sites whose workers run ``threads`` tasks at once."""
+    from dask_tra.optimizer import Rates
+
+    x = Input("X", RelationType.from_chunks(((500,) * 8, (500,) * 8), np.float64), constant=constant)
+    e = Aggregate(Transform(x, K.Elementwise("exp", lambda xp, c: xp.exp(c), 1)), (), K.add)
+    return plan(e, 2, memory_limit=limit, rates=Rates(threads=threads))
+
+
+def test_blocks_stream_through_a_reduction_when_worker_threads_are_known():
+    """Dask runs a worker's tasks a few at a time and frees a block once read: a map feeding a
+    reduction needs its running tasks' blocks, not all 32 MB a site computes."""
+    block = 500 * 500 * 8
+    p = _streamed(threads=2, limit=6 * block)
+    assert 0 < p.cost.max_peak <= 2 * 2 * block + 8 * block  # two tasks' blocks (+ partial sums)
+    with pytest.raises(MemoryLimitError):
+        _streamed(threads=0, limit=6 * block)  # unknown threads: every block counted at once
+    with pytest.raises(MemoryLimitError, match=r"largest block is 2,000,000 bytes"):
+        _streamed(threads=2, limit=3 * block)  # two tasks' blocks do not fit: refused, naming the block
+    constant = _streamed(threads=2, limit=3 * block, constant=True)  # input chunks: views of one value
+    assert constant.cost.max_peak <= 2 * block + 8 * block
+
+
 def test_forcing_an_unknown_strategy_lists_the_candidates():
     with pytest.raises(ValueError, match=r"'xmm' is not applicable; candidates are .*'bmm'"):
         plan(table4_expr(400, 400, 400), 4, force="xmm")

@@ -91,10 +91,10 @@ class Holds:
 
 
 def workers_info(scheduler) -> dict:
-    """On the scheduler: {address: {"memory_limit", "resources"}}: what planning reads of the
-    workers (as ``Client.scheduler_info()["workers"]`` has it)."""
+    """On the scheduler: {address: {"memory_limit", "nthreads", "resources"}}: what planning
+    reads of the workers (as ``Client.scheduler_info()["workers"]`` has it)."""
     return {
-        a: {"memory_limit": ws.memory_limit, "resources": dict(ws.resources or {})}
+        a: {"memory_limit": ws.memory_limit, "nthreads": ws.nthreads, "resources": dict(ws.resources or {})}
         for a, ws in scheduler.workers.items()
     }
 

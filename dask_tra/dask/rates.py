@@ -285,4 +285,6 @@ def current_rates(where) -> Rates:
     rates = {k: float(v) for k, v in given.items() if v is not None}
     if config.get("probe_rates") and where.client is not None and any(k not in rates for k in MEASURED):
         rates = {**cluster_rates(where.client), **rates}
+    if "threads" not in rates and where.threads:
+        rates["threads"] = float(where.threads)  # the memory estimate streams (optimizer/memory.py)
     return Rates(**rates)

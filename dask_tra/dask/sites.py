@@ -13,6 +13,7 @@ class Sites:
     workers: tuple | None  # worker address per site, or None (local schedulers: no pins)
     memory_limit: int | None
     client: object = None
+    threads: int = 0  # the most tasks a worker runs at once (its thread count); 0: unknown
 
     def site_of(self, address) -> int:
         return self.workers.index(address)
@@ -63,5 +64,6 @@ def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
                 limits = [w.get("memory_limit") or 0 for w in info.values()]
                 limit = min(limits) if all(limits) else None
             limit = gpu.site_memory_limit(limit, backends, client, glimit, device, info)
-            return Sites(len(workers), workers, limit, client)
+            threads = max((w.get("nthreads") or 0 for w in info.values()), default=0)
+            return Sites(len(workers), workers, limit, client, threads)
     return Sites(int(config.get("sites")), None, gpu.site_memory_limit(limit, backends, None, glimit, device))

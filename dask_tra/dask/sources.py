@@ -218,13 +218,20 @@ class ConstantSource(Source):
         self.chunks = normalize_chunks(chunks, shape)
         self.backend, self.device = _creation_backend(backend, device)
         name = name or content_name(prefix, value, self.chunks, self.dtype, self.backend, self.device)
-        self.input = Input(name, RelationType.from_chunks(self.chunks, self.dtype, self.backend))
+        numpy = self.backend == "numpy"  # a NumPy chunk is a read-only view of one value, as dask's
+        self.input = Input(name, RelationType.from_chunks(self.chunks, self.dtype, self.backend), constant=numpy)
 
     def task(self, key):
         shape = tuple(c[i] for c, i in zip(self.chunks, key))
         if self.backend == "numpy":
-            return (np.full, shape, self.value, self.dtype)
+            return (broadcast_full, shape, self.value, self.dtype)
         return (full_chunk, shape, self.value, self.dtype.str, self.backend, self.device)
+
+
+def broadcast_full(shape, value, dtype):
+    """A NumPy chunk of ``value``: a read-only view of one element, taking no memory (dask's
+    ``ones``/``zeros``/``full`` chunks are made alike)."""
+    return np.broadcast_to(np.full((), value, dtype), shape)
 
 
 def full_chunk(shape, value, dtype, backend, device=None):

@@ -22,6 +22,7 @@ from .blocks import block_grids
 from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
+from .memory import working_set
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
 from .search import (
     Alt,
@@ -162,7 +163,7 @@ def final_costs(roots, s, rates):
     """Exact costs of a chosen plan: each alternative re-costed once, in topological order, with
     the copies earlier consumers already moved (a second move of a tuple to a site is free).
     Returns (Cost, {id(alt): Cand}, {id(alt): what it was costed over (``_seen``)})."""
-    totals = _Totals(s)
+    totals = _Totals(s, rates)
     for alt in chosen(roots):
         if alt.inputs:
             present = totals.copies(alt.inputs)
@@ -181,7 +182,8 @@ class _Totals:
     keeps their origin): a copy of one moved to a site is a copy of the other there. Such an
     alternative's copies are kept on the relation it relabels (``same``)."""
 
-    def __init__(self, s):
+    def __init__(self, s, rates):
+        self.rates = rates
         self.present, self.cands = {}, {}
         self.seen = {}  # id(alt) -> ``_seen`` of the inputs its candidate was costed over
         self.same = {}  # id(relabelling alt) -> (id(the alt whose chunks it has), its rows there)
@@ -232,7 +234,8 @@ class _Totals:
         self.tasks += cand.tasks
         self.terms = combine_terms(self.terms, (cand.terms,))
         self.flops += cand.flops
-        np.maximum(self.peak, np.asarray(cand.peak, np.int64), out=self.peak)
+        working = working_set(alt.node, cand, [a.node for a in alt.inputs], self.rates, len(self.flops))
+        np.maximum(self.peak, working, out=self.peak)
 
     def cost(self, roots, rates) -> Cost:
         peak = self.peak
@@ -286,7 +289,7 @@ def _recost(template, order, s, placements, rates, memory_limit):
         for name, value in known.items():
             node.type._cache.setdefault(name, value)
     made = []
-    totals = _Totals(s)
+    totals = _Totals(s, rates)
     for node_index, alt, cand, was in entries:
         node = order[node_index]
         if cand is None:

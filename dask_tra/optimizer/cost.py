@@ -10,9 +10,12 @@ floats costs s·f and a shuffle costs f, whether or not tuples were already in p
 Its closed forms (BMM = s·|broadcast operand|, CMM = s·I·J) are this model on the
 strategies' plans; tests reproduce the paper's Table 4 with it.
 
-``peak_memory``: per site, the largest over operators of (bytes of the operator's inputs
-at that site + bytes of its output there). Inputs placed on a site count while their
-first consumer runs. It is an estimate: Dask may hold data longer (or spill).
+``peak_memory``: per site, the largest over operators of what the site holds while the
+operator runs: with ``Rates.threads`` known, the blocks of the tasks running at once plus the
+copies sent to it and a contraction's running sums (``memory.working_set``: blocks stream);
+otherwise the bytes of the operator's inputs at that site + its output there. Inputs placed
+on a site count while their first consumer runs. It is an estimate: Dask may hold data
+longer (or spill).
 
 Further terms of the time objective are ``CostTerm``s registered here (``TERMS``): each is
 measured for every candidate from its closed-form costing, folded over the plan (a sum or a
@@ -47,6 +50,7 @@ class Rates:
     bandwidth: float = 1.25e8
     task_overhead: float = 1e-3
     flop_rate: float = 1e10
+    threads: float = 0  # tasks a site runs at once (``memory.working_set``); 0: unknown
 
     def seconds(self, nbytes, tasks, flops, site_moved=None, terms=None, site_sent=None) -> float:
         """``breakdown(...)["total_s"]``, without the report (the search calls it per candidate)."""

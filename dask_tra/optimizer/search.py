@@ -36,6 +36,7 @@ from ..tra.kernels import Einsum
 from . import candidates as C
 from . import operators
 from .cost import Rates, combine_terms, measure_terms
+from .memory import largest_block, working_set
 from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
 from ..ia.partitioning import part
@@ -219,10 +220,11 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
             options.append(a)
     if not options:
         need = min(rejected.values())
+        block = max(largest_block(c.type) for c in (node, *inputs_of(node, kind)))
         raise MemoryLimitError(
             f"{node.describe()} ({kind}): no plan fits {memory_limit:,} bytes per site; "
-            f"the smallest needs {need:,} bytes on its busiest site "
-            f"(strategies tried: {', '.join(sorted(rejected))})"
+            f"the smallest needs {need:,} bytes on its busiest site, its largest block is "
+            f"{block:,} bytes (strategies tried: {', '.join(sorted(rejected))})"
         )
     options.sort(key=rank)
     best, seen = [], set()
@@ -250,7 +252,7 @@ def combine(node, name, cand, combo, rates) -> Alt:
     the totals of its sub-plan (one pass over the inputs: the search and every re-cost of a
     cached plan call this per operator)."""
     flops = np.array(cand.flops, np.float64)
-    peak = np.array(cand.peak, np.int64)
+    peak = working_set(node, cand, [a.node for a in combo], rates, len(flops))
     site_moved, site_sent = flows(cand, len(flops))
     nbytes, tasks = cand.moved, cand.tasks
     for a in combo:

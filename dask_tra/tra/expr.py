@@ -93,10 +93,11 @@ def _key_set(keys: set[tuple[int, ...]], frontier: tuple[int, ...]) -> frozenset
 
 
 class Input(Expr):
-    """A named leaf relation (data supplied at execution)."""
+    """A named leaf relation (data supplied at execution). ``constant``: each chunk is one value
+    repeated, a read-only view that takes no memory (``zeros``, ``ones``, ``full``)."""
 
-    def __init__(self, name: str, type: RelationType):
-        self.name, self.type = name, type
+    def __init__(self, name: str, type: RelationType, constant: bool = False):
+        self.name, self.type, self.constant = name, type, constant
 
     def describe(self) -> str:
         return f"Input[{self.name}]"
