@@ -186,3 +186,32 @@ def test_benchmark_checks_and_section(tmp_path):
     doc.write_text(f"before\n{bench.MARK_START}\nold\n{bench.MARK_END}\nafter\n")
     bench.write_section(str(doc), "| new |")
     assert doc.read_text() == f"before\n{bench.MARK_START}\n| new |\n{bench.MARK_END}\nafter\n"
+
+
+def test_a_dead_workers_peaks_are_kept():
+    """A worker process that dies (as the nanny ends one over its memory limit) leaves the
+    numbers it last sent to the scheduler: ``peaks`` reports them, marked lost."""
+    import os
+    import time
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="400MB"
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        memory.reset(c)
+        x = c.persist(da.random.random((2000, 1000), chunks=(500, 1000)))  # 16 MB in 4 blocks
+        wait(x)
+        held = _held_bytes(c, x)
+        victim = max(held, key=held.get)
+        time.sleep(memory.PUBLISH_S + 2 * memory.SAMPLE_S)
+        c.run(os._exit, 1, workers=[victim], on_error="ignore")
+        deadline = time.time() + 30
+        while victim in c.scheduler_info(n_workers=-1)["workers"]:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        rows = memory.peaks(c)
+        assert rows[victim]["lost"] is True
+        assert rows[victim]["peak_bytes"] >= held[victim]
+        assert all("lost" not in r for w, r in rows.items() if w != victim)

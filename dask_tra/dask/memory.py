@@ -29,19 +29,27 @@ at every task transition, so a peak that lasts one transition is seen):
   (allocator caches, a task's temporaries) shows here only.
 - ``transitions``: transitions seen in the window.
 
-A window starts at ``reset``: the peaks restart from what the worker holds then. A worker that
-joined after the reset reports from when it joined; a worker that died takes its numbers with
-it (its replacement starts a window of its own).
+Between transitions (a long task), a periodic callback samples the process's memory every
+``SAMPLE_S``. A window starts at ``reset``: the peaks restart from what the worker holds then. A
+worker that joined after the reset reports from when it joined. So that a worker that dies (a
+``KilledWorker``: the nanny ends a process over its memory limit) does not take its peaks with
+it, each worker sends its window's numbers to the scheduler's event log (topic ``NAME``) when
+they rise, at most every ``PUBLISH_S``; ``peaks`` reports the last numbers of a worker no longer
+there, marked ``"lost": True``.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 NAME = "dask-tra-memory"
-RSS_INTERVAL_S = 0.01  # the process's resident memory is read at most this often
+RSS_INTERVAL_S = 0.01  # the process's resident memory is read at most this often at transitions
+SAMPLE_S = 0.1  # between transitions, the periodic callback's period
+PUBLISH_S = 0.25  # the numbers go to the scheduler's event log at most this often, when they rose
+CALLBACK = "dask-tra-memory-sample"  # the worker's periodic callback
 
 
 class MemoryPeaks(WorkerPlugin):
@@ -56,7 +64,20 @@ class MemoryPeaks(WorkerPlugin):
             self._proc = psutil.Process()
         except Exception:  # psutil missing or unusable: no process peak
             self._proc = None
+        self.window = None
+        self.published = None  # the numbers last sent to the scheduler
+        self.publish_time = 0.0
         self.reset()
+        from tornado.ioloop import PeriodicCallback
+
+        pc = PeriodicCallback(self.tick, SAMPLE_S * 1000)
+        worker.periodic_callbacks[CALLBACK] = pc
+        pc.start()
+
+    def teardown(self, worker):
+        pc = worker.periodic_callbacks.pop(CALLBACK, None)
+        if pc is not None:
+            pc.stop()
 
     # -- what the worker holds now ------------------------------------------------------
 
@@ -86,8 +107,10 @@ class MemoryPeaks(WorkerPlugin):
 
     # -- the window ---------------------------------------------------------------------
 
-    def reset(self) -> dict:
-        """Start a window: every peak restarts from what the worker holds now."""
+    def reset(self, window=None) -> dict:
+        """Start a window (named ``window``): every peak restarts from what the worker holds now."""
+        self.window = window
+        self.published = None
         self.started = time.time()
         self.spill_mark = self._spill_written()
         self.peak_bytes = self._fast()
@@ -120,9 +143,33 @@ class MemoryPeaks(WorkerPlugin):
     def transition(self, key, start, finish, *args, **kwargs):
         self.transitions += 1
         self.sample()
+        self.publish()
 
-    def report(self) -> dict:
+    def tick(self) -> None:
+        self.rss_read = 0.0  # read the process's memory now
         self.sample()
+        self.publish()
+
+    def publish(self) -> None:
+        """Send the window's peaks to the scheduler's event log if they rose since last sent
+        (and ``PUBLISH_S`` has passed): what is left of a worker that dies."""
+        if self.window is None:
+            return
+        now = time.monotonic()
+        if now - self.publish_time < PUBLISH_S:
+            return
+        peaks = (self.peak_bytes, self.peak_managed, self.peak_on_disk, self.peak_rss, self._spill_written())
+        if peaks == self.published:
+            return
+        self.published, self.publish_time = peaks, now
+        try:
+            self.worker.log_event(NAME, {"window": self.window, "worker": self.worker.address, **self.report(False)})
+        except Exception:  # a closing worker: nothing to keep
+            pass
+
+    def report(self, sample=True) -> dict:
+        if sample:
+            self.sample()
         return {
             "peak_bytes": int(self.peak_bytes),
             "spilled_bytes": int(round(self._spill_written() - self.spill_mark)),
@@ -144,9 +191,9 @@ def ensure_installed(client) -> None:
     client._dask_tra_memory_plugin = client.scheduler.address
 
 
-def _reset(dask_worker):
+def _reset(window, dask_worker):
     plugin = dask_worker.plugins.get(NAME)
-    return None if plugin is None else plugin.reset()
+    return None if plugin is None else plugin.reset(window)
 
 
 def _report(dask_worker):
@@ -157,16 +204,29 @@ def _report(dask_worker):
 def reset(client, workers=None) -> None:
     """Start a window on every worker (or ``workers``): the peaks restart from what each holds now."""
     ensure_installed(client)
-    client.run(_reset, workers=workers, on_error="ignore")
+    client._dask_tra_memory_window = window = uuid.uuid4().hex
+    client.run(_reset, window, workers=workers, on_error="ignore")
 
 
 def peaks(client, workers=None) -> dict:
     """{worker address: {"peak_bytes", "spilled_bytes", "peak_spilled_bytes", "peak_managed_bytes",
     "peak_process_bytes", "memory_limit", "transitions", "seconds"}} since each worker's window
-    started (``reset``, or the plugin's registration). Workers that cannot answer are left out."""
+    started (``reset``, or the plugin's registration). Workers that cannot answer are left out;
+    a worker that died since this client's last ``reset`` is there with the last numbers it
+    sent (``"lost": True``; with ``workers``, only if named)."""
     ensure_installed(client)
     rows = client.run(_report, workers=workers, on_error="return")
-    return {w: r for w, r in rows.items() if isinstance(r, dict)}
+    out = {w: r for w, r in rows.items() if isinstance(r, dict)}
+    window = getattr(client, "_dask_tra_memory_window", None)
+    if window is not None:
+        lost = {}
+        for _, msg in client.get_events(NAME):  # in order: a worker's last numbers win
+            if isinstance(msg, dict) and msg.get("window") == window:
+                lost[msg.get("worker")] = {k: v for k, v in msg.items() if k not in ("window", "worker")}
+        for w, r in lost.items():
+            if w not in rows and (workers is None or w in workers):
+                out[w] = {**r, "lost": True}
+    return out
 
 
 def busiest(rows: dict) -> dict:
