@@ -15,7 +15,7 @@ from dask_tra.backends import cluster
 
 
 def test_registry_and_numpy_backend():
-    assert backends.names() == ("numpy", "cupy", "sparse", "torch")
+    assert backends.names() == ("numpy", "cupy", "scipy.sparse", "sparse", "torch")
     b = backends.get("numpy")
     assert backends.get(b) is b and backends.backend_of(np.ones(3), 2.0, None) is b
     assert backends.backend_of() is b and backends.backend_of_type([1, 2]) == "numpy"

@@ -76,7 +76,7 @@ def asarray(
     a, allow_unknown_chunksizes=False, dtype=None, order=None, *, like=None, copy=None, chunks="auto", **kwargs
 ):
     """A RelArray for ``a`` (RelArray, dask.array, NumPy array, list or scalar), optionally cast
-    (dask.array's signature; ``like`` is accepted and ignored: chunks are NumPy's). The data
+    (dask.array's signature; ``like``: chunks of its library, as dask's ``like=`` meta). The data
     is copied, as ``from_array`` does, so later changes to ``a`` are not seen; ``copy=False``
     shares ``a``'s memory instead (NumPy's meaning: ValueError where a copy cannot be avoided)."""
     if is_array(a):
@@ -91,7 +91,13 @@ def asarray(
         b = np.asarray(a, dtype=dtype, order=order, copy=copy)  # copy=False: NumPy's ValueError if it must copy
         fresh = b is not a and b.flags.owndata  # made here, shared with nothing (not a view of a)
         out = _from_array(b, chunks, copy=copy is None and not fresh, **kwargs)
-    return out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
+    out = out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
+    backend = like.sparse_expr.type.backend if is_array(like) else backends.backend_of_type(like)
+    if backend != "numpy" and out.sparse_expr.type.backend != backend:
+        from .elementwise import to_backend
+
+        out = to_backend(out, backend)
+    return out
 
 
 def array(x, dtype=None, ndmin=None, *, copy=None, order=None, like=None, chunks="auto", **kwargs):

@@ -664,8 +664,8 @@ def result_type(*arrays_and_dtypes):
     return np.result_type(*[v.dtype if is_array(v) else v for v in arrays_and_dtypes])
 
 
-def asanyarray(a, dtype=None, chunks="auto", **kwargs):
-    return asarray(a, dtype=dtype, chunks=chunks)
+def asanyarray(a, dtype=None, chunks="auto", *, like=None, **kwargs):
+    return asarray(a, dtype=dtype, chunks=chunks, like=like)
 
 
 __all__ = [

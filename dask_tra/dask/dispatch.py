@@ -47,10 +47,15 @@ def reset_transfers() -> None:
 
 def serialize_chunk(x):
     """distributed ``dask`` serializer of a chunk: (header, frames) of its host values."""
+    from distributed.protocol.serialize import serialize
+
     b = backends.backend_of(x)
     if not b.is_plain(x):
-        return _previous(type(x))[0](x)
-    from distributed.protocol.serialize import serialize
+        previous = _previous(type(x))
+        if previous is None:  # a type distributed has no serializer of (scipy's sparray): pickled
+            sub_header, frames = serialize(x, serializers=("pickle",))
+            return {"sub-header": sub_header, "dask_tra-pickled": True}, frames
+        return previous[0](x)
 
     device = b.chunk_device(x)
     host = b.to_numpy(x)  # the one explicit copy for device chunks; a view of host chunks
@@ -77,6 +82,10 @@ class ChunkDeserializer:
 
     def __call__(self, header, frames):
         spec = header.get("dask_tra")
+        if header.get("dask_tra-pickled"):
+            from distributed.protocol.serialize import deserialize
+
+            return deserialize(header["sub-header"], frames)
         if spec is None:  # serialized by the serializer registered before ours
             return _PREVIOUS[self.t][1](header, frames)
         from distributed.protocol.serialize import deserialize
@@ -93,7 +102,7 @@ def _previous(t):
     for base in t.__mro__:
         if _PREVIOUS.get(base, (None,))[0] is not None:
             return _PREVIOUS[base]
-    raise TypeError(f"no serializer for a {t.__name__} that is not values only")
+    return None
 
 
 def _install_types(backend):
