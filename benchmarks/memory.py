@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -188,7 +189,7 @@ def child(spec: dict) -> dict:
 
     def work():
         try:
-            x = build(name, lib, dims)
+            x = box["array"] = build(name, lib, dims)
             t0 = time.perf_counter()
             if spec["kind"] == "persist":
                 y = x.persist()
@@ -197,7 +198,6 @@ def child(spec: dict) -> dict:
             else:
                 box["value"] = x.compute()
             box["seconds"] = time.perf_counter() - t0
-            box["array"] = x
         except BaseException as e:  # reported, never raised: the next run goes on
             box["error"] = e
 
@@ -213,16 +213,23 @@ def child(spec: dict) -> dict:
         e = box["error"]
         first = (str(e).strip().splitlines() or [""])[0]
         row["outcome"] = f"{type(e).__name__}: {first}"[:300]
+        needs = re.search(r"needs ([\d,]+) bytes", str(e))  # MemoryLimitError: its best plan's busiest site
+        if library == "dask_tra" and needs:
+            row["predicted_peak"] = int(needs.group(1).replace(",", ""))
     else:
         row["seconds"] = box["seconds"]
-        value = box["value"]
-        if spec["kind"] == "persist":
-            value = box["value"].sum().compute()  # the check, after the peaks were read
-            del box["value"]
-            row["released"] = _released(client)
-        np.save(spec["out"], np.asarray(value))
-    if library == "dask_tra" and "array" in box:
-        row["predicted_peak"] = predicted_peak(box["array"])
+        try:
+            value = box["value"]
+            if spec["kind"] == "persist":
+                value = box["value"].sum().compute()  # the check, after the peaks were read
+                del box["value"]
+                row["released"] = _released(client)
+            np.save(spec["out"], np.asarray(value))
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [""])[0]
+            row["outcome"] = f"ran, then its check failed: {type(e).__name__}: {first}"[:300]
+    if library == "dask_tra" and "array" in box and row["predicted_peak"] is None and not t.is_alive():
+        row["predicted_peak"] = predicted_peak(box["array"])  # the plan that ran (cached), or None
     return row
 
 
@@ -277,7 +284,9 @@ def run_child(spec: dict, grace: float = 90.0) -> dict:
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
     log.seek(0)
-    tail = [s for s in log.read().splitlines() if s.strip()][-3:]
+    lines = [s for s in log.read().splitlines() if s.strip()]
+    raised = [s for s in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|KilledWorker|Cancelled\w*)(:|$)", s)]
+    tail = raised[-1:] or lines[-3:]
     return dict(
         name=spec["name"],
         library=spec["library"],
@@ -302,6 +311,7 @@ def outcome_short(row) -> str:
     o = row["outcome"]
     if o == "ok":
         return "ok" if row.get("released", True) else "ok, but still held 30 s after release"
+    o = o if len(o) <= 140 else o[:139] + "…"
     return o.replace("|", "\\|")
 
 
