@@ -64,16 +64,16 @@ ATOL = 2e-5     # times the largest |reference| value
 
 @dataclass
 class Sizes:
-    nt: int = 1096           # climatology: days (3 years)
-    ny: int = 90
-    nx: int = 180
+    nt: int = 730            # climatology: days (2 years; --size nt=1096 --size ny=90 --size nx=180: 3 years, 1°)
+    ny: int = 60
+    nx: int = 120
     time_chunk: int = 92
-    n: int = 6000            # standardize, elementwise, rechunk: n × n float32
+    n: int = 4000            # standardize, elementwise, rechunk: n × n float32
     chunk: int = 1000
     big: int = 20000         # slices: big × big (never materialized)
-    gd_rows: int = 100_000   # gradient descent: X is gd_rows × gd_cols float32
+    gd_rows: int = 50_000    # gradient descent: X is gd_rows × gd_cols float32
     gd_cols: int = 100
-    gd_chunk: int = 10_000
+    gd_chunk: int = 5_000
     gd_steps: int = 20
 
 
@@ -472,7 +472,7 @@ def scheduler(kind, workers=4, processes=False):
         return
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, memory_limit="3GiB",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         import dask_tra
         dask_tra.calibrate(client)  # plans costed with this cluster's rates, measured once, untimed
         yield (f"LocalCluster, {workers} workers × 1 thread, "
@@ -635,6 +635,7 @@ def plot(result, path) -> bool:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     rows = result["rows"]
@@ -652,6 +653,13 @@ def plot(result, path) -> bool:
             ax.barh([y for y, v in zip(ys, vals) if v], [v for v in vals if v], height=h, label=f"{lib} ÷ dask.array")
         ax.axvline(1, color="k", lw=0.8)
         ax.set_xscale("log")
+        vals = [v for r in by.values() for lib in others if (v := ratio(r, lib))]
+        lo, hi = min(vals + [0.5]), max(vals + [2.0])
+        ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if lo / 1.5 <= t <= hi * 1.5]
+        ax.set_xlim(lo / 1.3, hi * 1.3)
+        ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FixedFormatter([f"{t:g}" for t in ticks]))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(result["meta"]["schedulers"][sched].split(",")[0] if sched == "cluster" else "threaded scheduler")
         ax.set_xlabel("wall time ÷ dask.array's (log; < 1 is faster)")
         ax.grid(True, axis="x", which="both", alpha=0.3)
@@ -710,6 +718,8 @@ def parse_args(argv):
                    help="override a size: " + ", ".join(Sizes.__dataclass_fields__))
     p.add_argument("--json", default=None, metavar="FILE", help="write every measurement to FILE")
     p.add_argument("--write", default=None, metavar="MD", help="fill the everyday section of this Markdown file")
+    p.add_argument("--from-json", default=None, metavar="FILE",
+                   help="run nothing: redraw the table, plot and --write section from a --json FILE")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="ratio plot (default with --write: docs/benchmarks/everyday.png)")
     return p.parse_args(argv)
@@ -732,19 +742,24 @@ def main(argv=None) -> int:
     bad = set(scheds) - {"threads", "cluster"}
     if bad:
         raise SystemExit(f"unknown schedulers {sorted(bad)}: choose threads, cluster")
-    from .cli import load
-    print(f"[everyday] load average before: {load()}")
-    result = run_suite(sizes_from(args), repeats, scheds, args.only, args.libraries.split(","), args.workers,
-                       args.processes, args.warm_plans, probes=1 if args.quick else 3)
-    command = "python -m benchmarks everyday " + " ".join(sys.argv[1:] if argv is None else argv)
-    result["meta"]["command"] = command.strip()
+    if args.from_json:
+        with open(args.from_json) as f:
+            result = json.load(f)
+        command = result["meta"]["command"]
+    else:
+        from .cli import load
+        print(f"[everyday] load average before: {load()}")
+        result = run_suite(sizes_from(args), repeats, scheds, args.only, args.libraries.split(","), args.workers,
+                           args.processes, args.warm_plans, probes=1 if args.quick else 3)
+        command = ("python -m benchmarks everyday " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+        result["meta"]["command"] = command
     print("\n" + text_table(result))
     for sched, v in planning_share(result).items():
         print(f"[everyday] dask_tra plan+emit share of wall ({sched}): {100 * v['total']:.0f}% summed, "
               f"median step {100 * v['median']:.0f}%")
     for lib, why in result["meta"]["skipped"].items():
         print(f"[everyday] {lib} not run: {why}")
-    if args.json:
+    if args.json and not args.from_json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=str)
         print(f"[everyday] wrote {args.json}")
@@ -759,7 +774,7 @@ def main(argv=None) -> int:
     if args.write:
         from .coverage import write
         rel = os.path.relpath(png, os.path.dirname(args.write) or ".") if png else None
-        write(args.write, markdown_section(result, command.strip(), rel), START, END)
+        write(args.write, markdown_section(result, command, rel), START, END)
         print(f"[everyday] wrote the everyday section of {args.write}")
     bad = wrong(result)
     for w, s, sc, lib, why in bad:
