@@ -82,6 +82,13 @@ def test_reductions(name):
     check(f(da, as_sparse(x)), f(np, x))
 
 
+@pytest.mark.parametrize("order", [0, 2, 3])
+def test_moment_method(order):
+    x = data(16)
+    expected = np.mean((x - x.mean()) ** order)
+    check(as_sparse(x).moment(order=order), expected)
+
+
 STRUCTURE = {
     "index": lambda a: a[1],
     "slices": lambda a: a[:2, None, 1:4, ::-2],

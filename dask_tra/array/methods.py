@@ -614,6 +614,7 @@ for _name in (
     "mean",
     "var",
     "std",
+    "moment",
     "min",
     "max",
     "argmin",
