@@ -112,7 +112,7 @@ class BlockFunction(Kernel):
             out = b.coerce(out, self.dtype)
         if out.ndim != len(self.out):
             raise ValueError(
-                f"{self.name}: the function returned a block of {out.ndim} dimensions, "
+                f"Dimension mismatch: {self.name}: the function returned a block of {out.ndim} dimensions, "
                 f"expected {len(self.out)} (pass drop_axis/new_axis/chunks)"
             )
         return out
@@ -370,18 +370,7 @@ def _blockwise(
     arrays = [(i, a, ind) for i, (a, ind) in enumerate(pairs) if ind is not None]
     if not arrays:
         raise ValueError("blockwise needs at least one array argument")
-    sizes, chunks = {}, {}
-    for _, a, ind in arrays:
-        for l, n, c in zip(ind, a.shape, a.chunks):
-            if n == 1 and len(c) == 1 and l in out_ind:
-                continue  # broadcast
-            if l in sizes and sizes[l] != n:
-                raise ValueError(f"blockwise: index {l!r} has size {sizes[l]} in one array and {n} in another")
-            sizes[l] = n
-            chunks.setdefault(l, []).append(c)
-    unified = {
-        l: (_common_chunks(cs) if align_arrays else cs[0]) if l in out_ind else (sizes[l],) for l, cs in chunks.items()
-    }
+    unified, chunks, positional = _resolve_indices(arrays, out_ind, align_arrays)
     for l in unified:
         whole = isinstance(l, str) and l.startswith("_whole")
         if l not in out_ind and concatenate is False and not whole and any(len(c) > 1 for c in chunks[l]):
@@ -398,26 +387,23 @@ def _blockwise(
                 )
     parts, extra, infos, sources = [], {}, [], []
     for pos, a, ind in arrays:
-        target = {
-            d: unified[l]
-            for d, l in enumerate(ind)
-            if l in unified and not (a.shape[d] == 1 and len(a.chunks[d]) == 1 and l in out_ind)
-        }
-        if not align_arrays and any(target[d] != a.chunks[d] for d in target):
-            raise ValueError("blockwise: chunks do not line up and align_arrays=False")
+        target = {}
+        for d, l in enumerate(ind):
+            if l not in out_ind:
+                target[d] = (a.shape[d],)  # concatenated (concatenate=True), whatever the others' extent
+            elif a.shape[d] == 1 and len(a.chunks[d]) == 1:
+                continue  # broadcast
+            elif l in positional:
+                if len(a.chunks[d]) > 1:  # its own blocks, by position; one block: passed to every call
+                    target[d] = tuple(a.chunks[d])
+            elif l in unified:
+                target[d] = unified[l]
         r = rechunk_axes(a, target)
         kept = [d for d, l in enumerate(ind) if l in out_ind and len(unified[l]) > 1 and d in target]
         parts.append((rekey(r.expr, kept), [ind[d] for d in kept]))
         extra.update(r.sources)
         sources.append(a)
-        infos.append(
-            (
-                pos,
-                a.shape,
-                tuple(unified.get(l, c) if d in target else c for d, (l, c) in enumerate(zip(ind, a.chunks))),
-                ind,
-            )
-        )
+        infos.append((pos, a.shape, tuple(target.get(d, c) for d, c in enumerate(a.chunks)), ind))
     out_chunks = []
     for l in out_ind:
         c = unified[l] if l not in new_axes else _new_axis_chunks(new_axes[l])
@@ -482,6 +468,53 @@ def _blockwise(
         expr = Transform(expr, kernel)
     expr = rekey(expr, [dims.index(l) if l in dims else None for l in out_ind])
     return wrap(expr, *sources, extra=extra)
+
+
+def _resolve_indices(arrays, out_ind, align_arrays):
+    """Each index's output chunks, as dask.array's blockwise: an array of extent 1 in one block
+    along an index broadcasts along it. ``align_arrays=True``: the other arrays must agree on the
+    index's extent and are rechunked to their common refinement (``unify_chunks``).
+    ``align_arrays=False``: blocks are paired by position (dask's ``map_blocks``): an array of one
+    block along the index is passed whole to every call, the others must have as many blocks as
+    each other; the output takes the chunks of the first with the most blocks.
+    ``align_arrays="sizes"`` (``map_blocks``): by position along an index whose extents differ,
+    aligned where they agree. A contracted index (in no output) is concatenated per array.
+    Returns (chunks per index, every array's chunks per index, the indices paired by position)."""
+    entries = {}
+    for _, a, ind in arrays:
+        for l, n, c in zip(ind, a.shape, a.chunks):
+            entries.setdefault(l, []).append((int(n), tuple(c)))
+    unified, chunks, positional = {}, {}, set()
+    for l, es in entries.items():
+        real = [(n, c) for n, c in es if not (n == 1 and len(c) == 1)]
+        if not real:
+            continue  # every array broadcasts along it
+        extents = list(dict.fromkeys(n for n, _ in real))
+        chunks[l] = [c for _, c in real]
+        by_position = align_arrays is False or (align_arrays == "sizes" and len(extents) > 1)
+        if l not in out_ind:
+            if len(extents) > 1 and not by_position:
+                raise ValueError(
+                    f"blockwise: index {l!r} has size {extents[0]} in one array and {extents[1]} in another"
+                )
+            unified[l] = (max(extents),)
+            continue
+        if not by_position:
+            if len(extents) > 1:
+                raise ValueError(
+                    f"blockwise: index {l!r} has size {extents[0]} in one array and {extents[1]} in another"
+                )
+            unified[l] = _common_chunks(chunks[l])
+            continue
+        several = list(dict.fromkeys(len(c) for _, c in es if len(c) > 1))
+        if len(several) > 1:
+            raise ValueError(
+                f"blockwise: index {l!r} has {several[0]} blocks in one array and {several[1]} in another "
+                "(blocks are paired by position: the arrays must have as many blocks, or one)"
+            )
+        unified[l] = max((c for _, c in es), key=len)  # the first with the most blocks
+        positional.add(l)
+    return unified, chunks, positional
 
 
 def _joined_dims(dim_lists):
@@ -641,6 +674,7 @@ def map_blocks(
         adjust_chunks=adjust,
         new_axes=new,
         concatenate=True,
+        align_arrays="sizes",
         meta=meta,
         **kwargs,
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from dask.array.core import PerformanceWarning  # noqa: F401 (dask's class, as dask.array.core has it)
+
 from ..dask.collection import DaskCollection
 from ..dask.sources import DaskSource, PersistedSource
 from ..tra import TRAError
@@ -34,7 +36,7 @@ class RelArray(ArrayMethods, DaskCollection):
         self.sparse_expr = expr
         self.sources = _needed({**sources, **extra}, expr, self.expr)
         self.name = name or array_name(expr)
-        self.chunks = chunks
+        self._chunks = chunks
         self._plans = {}
         self._last_entry = None
 
@@ -82,6 +84,27 @@ class RelArray(ArrayMethods, DaskCollection):
         if self.sparse_expr.type.keys is None:
             return rebuild
         return rebuild[0], (self.sparse_expr.type,) + rebuild[1][1:]  # persisted block-sparse
+
+    @property
+    def chunks(self):
+        return self._chunks
+
+    @chunks.setter
+    def chunks(self, value):
+        """dask.array's chunks are read-only: a new chunking is a new array (``rechunk``)."""
+        raise TypeError(
+            "Can not set chunks directly\n\nPlease use the rechunk method instead:\n"
+            f"  x.rechunk({value})\n\nIf trying to avoid unknown chunks, use\n  x.compute_chunk_sizes()"
+        )
+
+    @property
+    def _name(self):
+        """dask.array's ``_name``: the array's name (its result keys' first element)."""
+        return self.name
+
+    @_name.setter
+    def _name(self, value):
+        self.name = value
 
     @property
     def shape(self):
@@ -135,6 +158,13 @@ class RelArray(ArrayMethods, DaskCollection):
 
 
 __all__ = ["RelArray"]
+
+
+def map_blocks(func, *args, **kwargs):
+    """``dask_tra.array.map_blocks`` (dask.array has it in ``dask.array.core`` too)."""
+    from .blockwise import map_blocks as _map_blocks
+
+    return _map_blocks(func, *args, **kwargs)
 
 
 def _needed(sources: dict, expr, dense) -> dict:

@@ -12,6 +12,8 @@ empty arrays at call time (so NumPy's TypeErrors surface at call time too).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..tra import Join, Transform
@@ -19,7 +21,7 @@ from ..tra import kernels as K
 from ..tra.vjp import P, register_partials
 from .. import backends
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
-from .rechunk import rechunk_axes, unified_chunks
+from .rechunk import rechunk_axes, unified_chunks, warn_more_blocks
 from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, reject_masked, wrap
 
 _FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum, np.minimum: K.minimum}
@@ -121,6 +123,7 @@ def _aligned(arrays, out_shape):
             if a.shape[d] == out_shape[n - a.ndim + d]:
                 given.setdefault(n - a.ndim + d, []).append(tuple(a.chunks[d]))
     target = {d: unified_chunks(cs) for d, cs in given.items()}
+    warn_more_blocks(max(math.prod(a.numblocks) for a in arrays), math.prod(len(c) for c in target.values()))
     parts, extra = [], {}
     for a in arrays:
         off = n - a.ndim
@@ -322,15 +325,23 @@ def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
     return elementwise(f"astype[{dtype}]", Op(astype_values, dtype=dtype), x, dtype=dtype)
 
 
-def to_backend(x, backend, device=None):
+def to_backend(x, backend=None, device=None):
     """``x`` with chunks of another library: ``"numpy"``, ``"cupy"`` or ``"torch"`` (a TRA
     ``Transform`` with a conversion kernel, run where each chunk is). ``device`` (torch: e.g.
-    ``"cuda"``; CuPy: a device number) defaults to the worker's default device."""
+    ``"cuda"``; CuPy: a device number) defaults to the worker's default device. ``backend=None``:
+    dask's ``array.backend`` config (``"numpy"`` unless set)."""
+    import dask
+
     from ..tra import Transform
     from .creation import asarray as _asarray
 
     x = _asarray(x)
-    name = backends.get(backend).name
+    if backend is None:
+        backend = dask.config.get("array.backend", "numpy")
+    try:
+        name = backends.get(backend).name
+    except ValueError as e:  # dask's wording first
+        raise ValueError(f"No backend dispatch registered for {backend!r}: {e}") from None
     if x.expr.type.backend == name and device is None:
         return x
     expr = Transform(x.expr, ToBackend(name, device))

@@ -405,6 +405,13 @@ _OPS = {
 _CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
 
+def view_block(x, dtype, order="C"):
+    """dask's ``chunk.view``: a block reinterpreted as ``dtype`` (C or Fortran order)."""
+    if order == "C":
+        return np.ascontiguousarray(x).view(dtype)
+    return np.asfortranarray(x).T.view(dtype).T
+
+
 class ArrayMethods:
     __hash__ = object.__hash__
 
@@ -512,7 +519,7 @@ class ArrayMethods:
 
     def _become(self, y):
         """This object now holds ``y``'s expression (item assignment, ``out=``)."""
-        self.expr, self.sources, self.chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
+        self.expr, self.sources, self._chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
         self._plans, self._last_entry = {}, None  # plans of the old expression
 
     def __array__(self, dtype=None, copy=None):
@@ -562,6 +569,47 @@ class ArrayMethods:
         from .blockwise import BlockView
 
         return BlockView(self)
+
+    @property
+    def partitions(self):
+        """dask.array's alias of ``blocks``."""
+        return self.blocks
+
+    @property
+    def A(self):
+        """dask.array's ``A``: the array itself (NumPy matrix's ``A`` gives the ndarray)."""
+        return self
+
+    def view(self, dtype=None, order="C"):
+        """dask.array's ``view``: each block reinterpreted as ``dtype`` (``order="C"``: along the
+        last axis, ``"F"``: along the first), so that axis's blocks must hold whole elements of
+        ``dtype``."""
+        from .. import backends
+
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if order not in ("C", "F"):
+            raise ValueError("Order must be one of 'C' or 'F'")
+        if self.sparse_expr.type.backend != "numpy":
+            raise backends.UnsupportedOperation(
+                f"view: only NumPy chunks can be reinterpreted, these are {self.sparse_expr.type.backend}"
+            )
+        if not self.ndim:
+            if dtype.itemsize != self.dtype.itemsize:
+                raise ValueError(f"view: a 0-d array of {self.dtype} cannot be viewed as {dtype}")
+            return self.map_blocks(view_block, dtype, order=order, dtype=dtype)
+        axis = -1 if order == "C" else 0
+        sizes = []
+        for c in self.chunks[axis]:
+            n, r = divmod(c * self.dtype.itemsize, dtype.itemsize)
+            if r:
+                raise ValueError(
+                    f"view: a block of {c} elements of {self.dtype} along axis {axis % self.ndim} "
+                    f"is not a whole number of {dtype} elements (rechunk first)"
+                )
+            sizes.append(n)
+        chunks = list(self.chunks)
+        chunks[axis] = tuple(sizes)
+        return self.map_blocks(view_block, dtype, order=order, dtype=dtype, chunks=tuple(chunks))
 
     @property
     def vindex(self):

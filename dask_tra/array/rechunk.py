@@ -51,6 +51,19 @@ def unified_chunks(all_chunks) -> tuple:
     return several[0] if len(several) == 1 else common_chunks(several)
 
 
+def warn_more_blocks(in_blocks, out_blocks) -> None:
+    """dask.array's ``unify_chunks`` warning: aligning operands multiplies the number of blocks
+    (``out_blocks``) by 10 or more over the operand with the most (``in_blocks``)."""
+    if out_blocks and in_blocks and out_blocks >= in_blocks * 10:
+        import warnings
+
+        from dask.array.core import PerformanceWarning
+
+        warnings.warn(
+            f"Increasing number of chunks by factor of {int(out_blocks / in_blocks)}", PerformanceWarning, stacklevel=4
+        )
+
+
 def _block_of(bounds, positions):
     """Index of the (non-empty) block holding each position."""
     return np.searchsorted(bounds, positions, side="right") - 1

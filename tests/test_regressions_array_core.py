@@ -1,0 +1,158 @@
+"""Regressions from dask's own ``test_array_core.py`` (issue 30): dask.array API that
+dask_tra lacked, checked against NumPy / dask.array on ragged chunks."""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import dask
+import dask.array as dsk
+import numpy as np
+import pytest
+
+import dask_tra.array as da
+
+RAGGED = ((3, 1, 3), (4, 2, 4))
+
+
+def test_view_matches_numpy_and_dask_c_and_fortran_order():
+    a = np.arange(70, dtype=np.int64).reshape(7, 10)
+    x, d = da.from_array(a, chunks=RAGGED), dsk.from_array(a, chunks=RAGGED)
+    for dt in ("i4", "i2", "f8", "u1"):
+        got, want = x.view(dt), d.view(dt)
+        assert got.chunks == want.chunks and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.compute(), a.view(dt))
+    f = np.asfortranarray(a)
+    got = da.from_array(f, chunks=RAGGED).view("i2", order="F")
+    assert got.chunks == dsk.from_array(f, chunks=RAGGED).view("i2", order="F").chunks
+    np.testing.assert_array_equal(got.compute(), f.T.view("i2").T)
+    assert x.view().dtype == a.dtype
+    small = da.from_array(np.arange(8, dtype="i1"), chunks=3)
+    with pytest.raises(ValueError, match="whole number"):
+        small.view("i4")  # a block of 3 bytes is not whole int32s
+    with pytest.raises(ValueError, match="Order must be one of"):
+        x.view("i4", order="asdf")
+
+
+def test_A_partitions_name_and_read_only_chunks():
+    a = np.arange(70.0).reshape(7, 10)
+    x = da.from_array(a, chunks=RAGGED)
+    assert x.A is x
+    np.testing.assert_array_equal(x.partitions[1:, 2].compute(), a[3:, 6:])
+    assert x._name == x.name
+    x._name = "renamed"
+    assert x.name == "renamed"
+    with pytest.raises(TypeError, match=r"rechunk\(2\)"):
+        x.chunks = 2
+    assert x.chunks == RAGGED
+    x[0, 0] = -1.0  # item assignment still rebinds the array (its chunks included)
+    assert x.chunks == RAGGED and x.compute()[0, 0] == -1.0
+
+
+def test_core_module_names():
+    import dask_tra.array.core as core
+
+    assert core.PerformanceWarning is dsk.core.PerformanceWarning
+    a, b = np.arange(7.0), np.arange(7.0) * 2
+    got = core.map_blocks(operator.add, da.from_array(a, chunks=RAGGED[0]), da.from_array(b, chunks=RAGGED[0]))
+    np.testing.assert_array_equal(got.compute(), a + b)
+
+
+def test_alignment_that_multiplies_blocks_warns_as_dask():
+    x, y = da.ones((20, 20), chunks=(20, 1)), da.ones((20, 20), chunks=(1, 20))
+    with pytest.warns(dsk.core.PerformanceWarning, match="factor of 20"):
+        z = x + y
+    np.testing.assert_array_equal(z.compute(), np.full((20, 20), 2.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        da.ones((20, 20), chunks=(5, 5)) + da.ones((20, 20), chunks=(10, 4))  # 4x: no warning
+
+
+def test_to_backend_default_is_the_configured_backend():
+    x = da.from_array(np.arange(7.0), chunks=RAGGED[0])
+    np.testing.assert_array_equal(x.to_backend().compute(), np.arange(7.0))
+    with dask.config.set({"array.backend": "numpy"}):
+        assert x.to_backend() is x
+    with pytest.raises(ValueError, match="No backend dispatch registered"):
+        x.to_backend("missing")
+
+
+def test_map_blocks_pairs_blocks_by_position_where_extents_differ():
+    # dask's map_blocks: blocks matched by position; an array of one block is passed whole
+    dx = da.from_array([[1, 2, 3, 4]], chunks=((1,), (2, 2)))
+    dy = da.from_array([[10, 20], [30, 40]], chunks=((1, 1), (2,)))
+    got = da.map_blocks(operator.add, dx, dy)
+    want = dsk.map_blocks(
+        operator.add, dsk.from_array([[1, 2, 3, 4]], chunks=((1,), (2, 2))),
+        dsk.from_array([[10, 20], [30, 40]], chunks=((1, 1), (2,))),
+    )  # fmt: skip
+    assert got.chunks == want.chunks == ((1, 1), (2, 2))
+    np.testing.assert_array_equal(got.compute(), want.compute())
+
+    a, b = np.array([1, 2, 3]), np.array([0, 1, 2, 5, 6, 7])
+    got = da.map_blocks(operator.add, da.from_array(a, 3), da.from_array(b, chunks=3), chunks=((3, 3),))
+    np.testing.assert_array_equal(got.compute(), [1, 3, 5, 6, 8, 10])
+
+    def maxes(p, q):
+        return np.array([p.max(), q.max()])
+
+    x, y = np.arange(11), np.arange(40, 47)
+    got = da.map_blocks(maxes, da.from_array(x, chunks=(5, 2, 4)), da.from_array(y, chunks=RAGGED[0]), chunks=(2,))
+    want = dsk.map_blocks(maxes, dsk.from_array(x, chunks=(5, 2, 4)), dsk.from_array(y, chunks=RAGGED[0]), chunks=(2,))
+    assert got.chunks == want.chunks
+    np.testing.assert_array_equal(got.compute(), want.compute())
+
+    with pytest.raises(ValueError, match="paired by position"):
+        da.map_blocks(maxes, da.from_array(x, chunks=(5, 6)), da.from_array(y, chunks=RAGGED[0]), chunks=(2,))
+
+
+def test_map_blocks_block_info_of_broadcast_arrays():
+    seen = {}
+
+    def record(a, b, block_info=None):
+        seen[block_info[None]["chunk-location"]] = (block_info[0], block_info[1])
+        return a + b
+
+    x = da.from_array(np.arange(3.0)[:, None] * np.ones(4), chunks=((3,), (2, 2)))
+    y = da.from_array(np.arange(12.0).reshape(6, 2), chunks=((3, 3), (2,)))
+    out = da.map_blocks(record, x, y, dtype=float)
+    assert out.chunks == ((3, 3), (2, 2))
+    out.compute(scheduler="sync")
+    i0, i1 = seen[(1, 1)]
+    assert i0 == {"shape": (3, 4), "num-chunks": (1, 2), "array-location": [(0, 3), (2, 4)], "chunk-location": (0, 1)}
+    assert i1 == {"shape": (6, 2), "num-chunks": (2, 1), "array-location": [(3, 6), (0, 2)], "chunk-location": (1, 0)}
+
+
+def test_map_blocks_extents_that_agree_are_still_aligned():
+    a = np.arange(70.0).reshape(7, 10)
+    row = np.arange(10.0)
+    got = da.map_blocks(np.add, da.from_array(a, chunks=RAGGED), da.from_array(row, chunks=6))
+    np.testing.assert_array_equal(got.compute(), a + row)
+
+
+def test_blockwise_contracted_index_of_extent_one_broadcasts():
+    a, b = np.arange(140.0).reshape(14, 10), np.arange(14.0)[:, None]
+
+    def f(p, q):
+        assert q.shape[1] == 1
+        return (p * q).sum(axis=1)
+
+    args = (
+        f,
+        "x",
+        da.from_array(a, chunks=(RAGGED[0] * 2, 2)),
+        "xt",
+        da.from_array(b, chunks=(RAGGED[0] * 2, 1)),
+        "xt",
+    )
+    got = da.blockwise(*args, concatenate=True, dtype=float)
+    np.testing.assert_allclose(got.compute(), (a * b).sum(axis=1))
+    with pytest.raises(ValueError, match="has size 10 in one array and 3 in another"):
+        da.blockwise(f, "x", args[2], "xt", da.ones((14, 3)), "xt", concatenate=True, dtype=float)
+
+
+def test_wrong_block_rank_says_dimension_mismatch():
+    x = da.from_array(np.array([1, 2, 2, 3, 3, 3]), chunks=((1, 2, 3),))
+    with pytest.raises(ValueError, match="Dimension mismatch: .*returned a block of 0 dimensions"):
+        x.map_blocks(lambda b: 5, chunks=((1, 1, 1),), enforce_ndim=True).compute()
