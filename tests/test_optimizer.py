@@ -146,6 +146,22 @@ def test_blocks_stream_through_a_reduction_when_worker_threads_are_known():
     assert constant.cost.max_peak <= 2 * block + 8 * block
 
 
+def test_a_result_read_at_different_times_is_held_in_between():
+    """exp(x) + sum(x): the join reads x's blocks after the whole sum ran, so a streamed plan
+    holds x (32 MB a site) meanwhile, on top of what the busiest operator needs."""
+    from dask_tra.optimizer import Rates
+
+    x = Input("X", RelationType.from_chunks(((500,) * 8, (500,) * 8), np.float64))
+    total = Aggregate(x, (), K.add)
+    exp = Transform(x, K.Elementwise("exp", lambda xp, c: xp.exp(c), 1))
+    e = Join(exp, total, (), (), K.Elementwise("add", lambda xp, a, b: a + b, 2))
+    free = plan(e, 2, rates=Rates(threads=2))
+    assert free.cost.max_peak >= 32 * 500 * 500 * 8 + 2 * 500 * 500 * 8  # x held + a task's blocks
+    with pytest.raises(MemoryLimitError, match=r"Input\[X\] \(input\) is read by several operations"):
+        plan(e, 2, memory_limit=free.cost.max_peak - 1, rates=Rates(threads=2))
+    assert plan(e, 2, memory_limit=free.cost.max_peak, rates=Rates(threads=2)).cost.max_peak == free.cost.max_peak
+
+
 def test_forcing_an_unknown_strategy_lists_the_candidates():
     with pytest.raises(ValueError, match=r"'xmm' is not applicable; candidates are .*'bmm'"):
         plan(table4_expr(400, 400, 400), 4, force="xmm")

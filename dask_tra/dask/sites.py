@@ -61,8 +61,7 @@ def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
         if info:
             workers = tuple(sorted(info))
             if limit is None:
-                limits = [w.get("memory_limit") or 0 for w in info.values()]
-                limit = min(limits) if all(limits) else None
+                limit = min((w.get("memory_limit") or 0 for w in info.values() if w.get("memory_limit")), default=None)
             limit = gpu.site_memory_limit(limit, backends, client, glimit, device, info)
             threads = max((w.get("nthreads") or 0 for w in info.values()), default=0)
             return Sites(len(workers), workers, limit, client, threads)

@@ -22,7 +22,7 @@ from .blocks import block_grids
 from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
-from .memory import working_set
+from .memory import held_for_readers, largest_block, working_set
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
 from .search import (
     Alt,
@@ -153,10 +153,24 @@ def plan_many(
         best, _ = search(exprs, sites, placements, memory_limit, force, keep, rates, one_layout)
         alts = tuple(best[id(e)] for e in exprs)
         cost, cands, seen = final_costs(alts, sites, rates)
+        if memory_limit is not None and rates.threads and cost.max_peak > memory_limit:
+            _refuse_held(alts, cost, memory_limit, sites)
         template = _template(alts, cost, cands, seen, order)
         cache.put(exact, template)
         cache.put(loose, template)
     return Plan(exprs, sites, alts, cost, cands, rates, tuple(a.layout for a in alts))
+
+
+def _refuse_held(alts, cost, memory_limit, s):
+    """MemoryLimitError for a plan whose streamed operators fit but whose results read by
+    several operators, held together, do not."""
+    held, most = held_for_readers(chosen(alts), s)
+    what = f"{most.node.describe()} ({kind_of(most.node)}) is read by several operations and held until the last"
+    raise MemoryLimitError(
+        f"no plan fits {memory_limit:,} bytes per site: {what}; with the results held for later "
+        f"readers ({int(held.max()):,} bytes) a site needs {cost.max_peak:,} bytes, its largest block "
+        f"is {largest_block(most.node.type):,} bytes"
+    )
 
 
 def final_costs(roots, s, rates):
@@ -234,7 +248,7 @@ class _Totals:
         self.tasks += cand.tasks
         self.terms = combine_terms(self.terms, (cand.terms,))
         self.flops += cand.flops
-        working = working_set(alt.node, cand, [a.node for a in alt.inputs], self.rates, len(self.flops))
+        working = working_set(alt.node, cand, alt.inputs, self.rates, len(self.flops))
         np.maximum(self.peak, working, out=self.peak)
 
     def cost(self, roots, rates) -> Cost:
@@ -242,6 +256,8 @@ class _Totals:
         if not self.cands:  # a plan that is just placed inputs
             for a in roots:
                 peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
+        elif rates.threads:  # streamed: results read at different times are held meanwhile
+            peak = peak + held_for_readers(chosen(roots), len(peak))[0]
         return Cost(
             self.moved,
             dict(enumerate(int(p) for p in peak)),

@@ -252,7 +252,7 @@ def combine(node, name, cand, combo, rates) -> Alt:
     the totals of its sub-plan (one pass over the inputs: the search and every re-cost of a
     cached plan call this per operator)."""
     flops = np.array(cand.flops, np.float64)
-    peak = working_set(node, cand, [a.node for a in combo], rates, len(flops))
+    peak = working_set(node, cand, combo, rates, len(flops))
     site_moved, site_sent = flows(cand, len(flops))
     nbytes, tasks = cand.moved, cand.tasks
     for a in combo:
