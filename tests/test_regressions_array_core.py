@@ -156,3 +156,61 @@ def test_wrong_block_rank_says_dimension_mismatch():
     x = da.from_array(np.array([1, 2, 2, 3, 3, 3]), chunks=((1, 2, 3),))
     with pytest.raises(ValueError, match="Dimension mismatch: .*returned a block of 0 dimensions"):
         x.map_blocks(lambda b: 5, chunks=((1, 1, 1),), enforce_ndim=True).compute()
+
+
+def test_store_regions_with_steps_lists_and_integers_match_numpy():
+    a = np.arange(70.0).reshape(7, 10)
+    x = da.from_array(a, chunks=RAGGED)
+    region = (slice(None, None, 2), slice(1, None), [0, 2, 3, 5, 6, 7, 9, 11, 12, 13])
+    got, want = np.zeros((14, 8, 14)), np.zeros((14, 8, 14))
+    want[region] = a[:, None, :]
+    da.store(x[:, None, :] * np.ones((1, 7, 1)), got, regions=region)
+    want[region] = a[:, None, :] * np.ones((1, 7, 1))
+    np.testing.assert_array_equal(got, want)
+    got, want = np.zeros((9, 10)), np.zeros((9, 10))
+    da.store(x, got, regions=slice(8, 1, -1))
+    want[8:1:-1] = a
+    np.testing.assert_array_equal(got, want)
+    got, want = np.zeros((2, 10)), np.zeros((2, 10))
+    stored = da.store(x[3], got, regions=(1,), compute=False)
+    assert (got == 0).all()
+    stored.compute()
+    want[1] = a[3]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="selects a shape"):
+        da.store(x, np.zeros((14, 10)), regions=slice(None, None, 3))
+
+
+def test_store_returns_what_dask_returns():
+    x = da.from_array(np.arange(70.0).reshape(7, 10), chunks=RAGGED)
+    assert x.store(np.zeros((7, 10))) is None
+    one = x.store(np.zeros((7, 10)), compute=False)
+    assert isinstance(one, type(x))  # one source: one array, from the method too
+    two = da.store([x, x + 1], [np.zeros((7, 10)), np.zeros((7, 10))], compute=False)
+    assert isinstance(two, tuple) and len(two) == 2
+    t = np.zeros((7, 10))
+    kept = x.store(t, return_stored=True, compute=False, lock=False)
+    np.testing.assert_array_equal(kept.compute(), t)
+    again = x.store(t, return_stored=True, compute=False, lock=False)
+    assert set(kept.dask.keys()) == set(again.dask.keys())  # deterministic keys
+
+
+def test_store_into_a_delayed_target_has_deterministic_keys():
+    from dask.delayed import delayed
+
+    x = da.from_array(np.arange(70.0).reshape(7, 10), chunks=RAGGED)
+    t = delayed(np.zeros((7, 10)))
+    assert set(x.store(t, compute=False, lock=False).dask.keys()) == set(
+        x.store(t, compute=False, lock=False).dask.keys()
+    )
+
+
+def test_ufunc_names_an_unknown_keyword_and_slices_refuse_floats():
+    x = da.from_array(np.arange(7.0), chunks=RAGGED[0])
+    with pytest.raises(TypeError, match="minimum.*'foo'"):
+        da.minimum(x, foo=None)
+    assert da.add(x, 1, dtype="f4").dtype == np.float32
+    for index in (1.5, slice(0, 1.5), [1, 1.5]):
+        with pytest.raises(IndexError):
+            x[index]
+    np.testing.assert_array_equal(x[np.int64(1) : 6 : np.int32(2)].compute(), np.arange(7.0)[1:6:2])

@@ -212,7 +212,10 @@ class DelayedArgument(DelayedSource):
     whatever it is (the declared dtype is a placeholder)."""
 
     def __init__(self, value):
-        super().__init__(value, (), np.dtype(np.float64), fresh_name("delayed-argument"))
+        from dask.base import tokenize
+
+        # named by the Delayed's key (its value's name in dask): the same argument, the same keys
+        super().__init__(value, (), np.dtype(np.float64), f"delayed-argument-{tokenize(value.key)}")
 
     def chunk(self, key):
         return Whole(super().chunk(key))

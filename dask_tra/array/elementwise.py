@@ -137,6 +137,9 @@ def _aligned(arrays, out_shape):
 # ---------------------------------------------------------------- NumPy ufuncs
 
 
+_UFUNC_KEYWORDS = {"casting", "order", "dtype", "subok", "signature", "axes", "axis", "keepdims"}
+
+
 def apply_ufunc(ufunc, *args, out=None, where=True, **kwargs):
     """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``).
     ``out=`` (a RelArray) is rebound to the result, as dask.array does; with ``where=``, the
@@ -144,6 +147,9 @@ def apply_ufunc(ufunc, *args, out=None, where=True, **kwargs):
     leaves memory uninitialized)."""
     from .methods import handle_out, normalize_out
 
+    unknown = [k for k in kwargs if k not in _UFUNC_KEYWORDS]
+    if unknown:  # NumPy's error (its ufuncs take only these keywords)
+        raise TypeError(f"{ufunc.__name__}() got an unexpected keyword argument {unknown[0]!r}")
     out = normalize_out(out)
     if where is not True:
         if ufunc.nout > 1:

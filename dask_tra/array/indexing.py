@@ -41,6 +41,9 @@ def _entries(x, index):
         elif v is Ellipsis:
             out.append(("ellipsis", None, 0))
         elif isinstance(v, slice):
+            for part in (v.start, v.stop, v.step):
+                if part is not None and not hasattr(part, "__index__"):  # dask.array's IndexError
+                    raise IndexError(f"slice {v}: slice indices must be integers or None, got {part!r}")
             out.append(("slice", v, 1))
         elif isinstance(v, (bool, np.bool_)):  # NumPy's 0-d mask: a new axis of length 1 or 0
             out.append(("mask", np.asarray(v), 0))

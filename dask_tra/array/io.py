@@ -105,19 +105,20 @@ def from_npy_stack(dirname, mmap_mode="r"):
 
 
 class WriteBlock(Kernel):
-    """Join kernel: (block, its offsets) -> write the block into ``target`` at ``origin`` +
-    offsets; returns the block (``return_stored``) or a 1-element count of what was written."""
+    """Join kernel: (block, its offsets) -> write the block into ``target`` where ``placement``
+    puts it (``_box``); returns the block (``return_stored``) or a 1-element count of what was
+    written."""
 
     arity = 2
 
-    def __init__(self, target, origin, lock, return_stored, dtype):
-        self.target, self.origin, self.lock = target, tuple(origin), lock
+    def __init__(self, target, placement, lock, return_stored, dtype):
+        self.target, self.placement, self.lock = target, tuple(placement), lock
         self.return_stored, self.dtype = return_stored, np.dtype(dtype)
         self.name = "store"
 
     def __call__(self, block, starts):
         data = backends.to_numpy(block)
-        box = tuple(slice(o + int(s), o + int(s) + n) for o, s, n in zip(self.origin, starts, data.shape))
+        box = _box(self.placement, [int(s) for s in np.atleast_1d(starts)] if data.ndim else [], data.shape)
         _write(self.target, box, data, self.lock)
         if self.return_stored:
             return block
@@ -129,25 +130,71 @@ class WriteBlock(Kernel):
     def out_dtype(self, *dtypes):
         return self.dtype if self.return_stored else np.dtype(np.int64)
 
+    def __dask_tokenize__(self):
+        from dask.base import tokenize
 
-def _region_origin(region, target_shape, shape):
+        lock = tokenize(self.lock) if self.lock else None
+        # an in-memory target by identity: writing changes its contents, not which target it is
+        target = ("ndarray", id(self.target)) if isinstance(self.target, np.ndarray) else tokenize(self.target)
+        return ("store", target, self.placement, lock, self.return_stored, self.dtype.str)
+
+
+def _placement(region, target_shape, shape):
+    """Where a source of ``shape`` goes in a target of ``target_shape`` (dask's ``region``: the
+    source is written to ``target[region]``): per target axis, ``("at", i)`` for an integer (the
+    axis is not one of the source's) or ``("pos", positions)`` (a ``range`` for a slice, a tuple
+    for a list of integers), the positions of the source's next axis."""
     if region is None:
         if tuple(target_shape) != tuple(shape):
             raise ValueError(f"store: source shape {tuple(shape)} does not match target shape {tuple(target_shape)}")
-        return (0,) * len(shape)
+        return tuple(("pos", range(int(n))) for n in target_shape)
     region = region if isinstance(region, tuple) else (region,)
-    origin = []
+    if len(region) > len(target_shape):
+        raise IndexError(f"store: region {region} has more entries than the target has axes ({len(target_shape)})")
+    out, lists = [], 0
     for i, n in enumerate(target_shape):
         r = region[i] if i < len(region) else slice(None)
-        start, stop, step = r.indices(n)
-        if step != 1:
-            raise ValueError(f"store: region {r} must have step 1")
-        origin.append(start)
-        if i < len(shape) and stop - start != shape[i]:
-            raise ValueError(
-                f"store: region {region} has shape along axis {i} of {stop - start}, the source {shape[i]}"
+        if isinstance(r, (int, np.integer)) and not isinstance(r, bool):
+            if not -n <= r < n:
+                raise IndexError(f"store: region index {r} is out of bounds for axis {i} of size {n}")
+            out.append(("at", int(r) % n))
+        elif isinstance(r, slice):
+            out.append(("pos", range(*r.indices(int(n)))))
+        elif isinstance(r, (list, np.ndarray)) and np.ndim(r) == 1 and np.asarray(r).dtype.kind in "iu":
+            lists += 1
+            pos = np.asarray(r, dtype=np.int64)
+            if ((pos < -n) | (pos >= n)).any():
+                raise IndexError(f"store: region {r} is out of bounds for axis {i} of size {n}")
+            out.append(("pos", tuple(int(p) % n for p in pos)))
+        else:
+            raise NotImplementedError(
+                f"store: region entry {r!r} is not supported (integers, slices and 1-d lists of integers are)"
             )
-    return tuple(origin)
+    if lists and (lists > 1 or any(kind == "at" for kind, _ in out)):
+        raise NotImplementedError(
+            f"store: region {region}: a list of integers with another list or an integer is not supported "
+            "(NumPy would index them together, not each along its axis)"
+        )
+    extents = tuple(len(p) for kind, p in out if kind == "pos")
+    if extents != tuple(shape):
+        raise ValueError(f"store: region {region} selects a shape of {extents}, the source has shape {tuple(shape)}")
+    return tuple(out)
+
+
+def _box(placement, starts, sizes):
+    """The target index of a block at ``starts`` of ``sizes`` (source axes) under ``placement``."""
+    box, j = [], 0
+    for kind, p in placement:
+        if kind == "at":
+            box.append(p)
+            continue
+        sel = p[starts[j] : starts[j] + sizes[j]]
+        j += 1
+        if isinstance(sel, range):
+            box.append(slice(sel.start, sel.stop if sel.stop >= 0 else None, sel.step))
+        else:
+            box.append(list(sel))
+    return tuple(box)
 
 
 def written(x, target, region=None, lock=None, return_stored=False):
@@ -155,11 +202,11 @@ def written(x, target, region=None, lock=None, return_stored=False):
     x = asarray(x)
     if is_delayed(target):
         return _written_delayed(x, target, region, lock, return_stored)
-    origin = _region_origin(region, getattr(target, "shape", x.shape), x.shape)
+    placement = _placement(region, getattr(target, "shape", x.shape), x.shape)
     starts = [offsets(c) for c in x.chunks]
     P = param_relation({k: [o[i] for o, i in zip(starts, k)] for k in grid(x.numblocks)}, x.numblocks, what="offsets")
     dims = tuple(range(x.ndim))
-    kernel = WriteBlock(handle(target, "r+"), origin, lock, return_stored, x.dtype)
+    kernel = WriteBlock(handle(target, "r+"), placement, lock, return_stored, x.dtype)
     return wrap(Join(x.expr, P.expr, dims, dims, kernel), x, extra=P.sources)
 
 
@@ -208,9 +255,11 @@ def _write_block(block, target, origin, lock, return_stored, block_info=None):
 def store(sources, targets, lock=True, regions=None, compute=True, return_stored=False, **kwargs):
     """dask.array.store: write each source into its target (``target[region] = block``), block by
     block, where each block is computed. ``lock``: True (one lock per process), False, or a lock.
-    ``compute=False`` returns a RelArray whose computation does the writes (it computes to the
-    element counts written per block, flattened over all sources); ``return_stored=True``
-    returns the stored arrays (persisted when computing)."""
+    ``compute=False`` returns, per source (one array, or a tuple for several, as dask.array), a
+    RelArray whose computation does the writes (it computes to the element counts written per
+    block); ``return_stored=True`` returns the stored arrays (persisted when computing).
+    ``regions``: one per source, or one for all: integers, slices (of any step) and a 1-d list of
+    integers, as dask's ``target[region] = source``."""
     import dask
 
     single = not isinstance(sources, (list, tuple))
@@ -242,18 +291,12 @@ def store(sources, targets, lock=True, regions=None, compute=True, return_stored
             _store_here(asarray(s), t, r, lock)
         return None
     outs = [written(s, t, r, lock or None, return_stored) for s, t, r in zip(sources, targets, regions)]
-    if return_stored:
-        if compute:
-            outs = list(dask.persist(*outs, **kwargs))
-        return outs[0] if single else tuple(outs)
-    from .stacking import concatenate
-    from .structure import ravel
-
-    done = outs[0] if len(outs) == 1 else concatenate([ravel(o) for o in outs])
-    if compute:
-        done.compute(**kwargs)
+    if compute and return_stored:
+        outs = list(dask.persist(*outs, **kwargs))
+    elif compute:
+        dask.compute(*outs, **kwargs)
         return None
-    return done
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _single_writer(targets) -> bool:
@@ -271,15 +314,14 @@ def _store_here(x, target, region, lock):
     they arrive."""
     from distributed import as_completed
 
-    origin = _region_origin(region, target.shape, x.shape)
+    placement = _placement(region, target.shape, x.shape)
     y = x.persist()
     blocks = y.sources[y.expr.name].blocks
     starts = [offsets(c) for c in x.chunks]
     key_of = {f.key: k for k, f in blocks.items()}
     for fut in as_completed(list(blocks.values())):
         k, data = key_of[fut.key], backends.to_numpy(fut.result())
-        box = tuple(slice(o + int(s[i]), o + int(s[i]) + n) for o, s, i, n in zip(origin, starts, k, data.shape))
-        _write(target, box, data, lock)
+        _write(target, _box(placement, [int(s[i]) for s, i in zip(starts, k)], data.shape), data, lock)
 
 
 def to_zarr(

@@ -629,7 +629,7 @@ class ArrayMethods:
         return _da().map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
 
     def store(self, target, **kwargs):
-        return _da().store([self], [target], **kwargs)
+        return _da().store(self, target, **kwargs)
 
     def to_zarr(self, *args, **kwargs):
         return _da().to_zarr(self, *args, **kwargs)
