@@ -162,6 +162,17 @@ def test_a_result_read_at_different_times_is_held_in_between():
     assert plan(e, 2, memory_limit=free.cost.max_peak, rates=Rates(threads=2)).cost.max_peak == free.cost.max_peak
 
 
+def test_results_over_the_limit_are_not_refused_they_spill():
+    """A persist larger than the cluster (an input alone, or a map of it) streams its tasks and
+    leaves its results to dask's spilling: planned, not refused."""
+    from dask_tra.optimizer import Rates
+
+    x = Input("X", RelationType.from_chunks(((500,) * 8, (500,) * 8), np.float64))
+    assert plan(x, 2, memory_limit=1_000, rates=Rates(threads=2)).cost.max_peak == 32 * 500 * 500 * 8
+    y = Transform(x, K.Elementwise("exp", lambda xp, c: xp.exp(c), 1))
+    assert plan(y, 2, memory_limit=5 * 500 * 500 * 8, rates=Rates(threads=2)).cost.max_peak <= 4 * 500 * 500 * 8
+
+
 def test_forcing_an_unknown_strategy_lists_the_candidates():
     with pytest.raises(ValueError, match=r"'xmm' is not applicable; candidates are .*'bmm'"):
         plan(table4_expr(400, 400, 400), 4, force="xmm")

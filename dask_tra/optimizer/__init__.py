@@ -163,8 +163,11 @@ def plan_many(
 
 def _refuse_held(alts, cost, memory_limit, s):
     """MemoryLimitError for a plan whose streamed operators fit but whose results read by
-    several operators, held together, do not."""
+    several operators, held together, do not (a plan over the limit without such results only
+    holds its inputs and its results, which dask spills)."""
     held, most = held_for_readers(chosen(alts), s)
+    if most is None:  # nothing held for later readers: the peak is the inputs and results (they spill)
+        return
     what = f"{most.node.describe()} ({kind_of(most.node)}) is read by several operations and held until the last"
     raise MemoryLimitError(
         f"no plan fits {memory_limit:,} bytes per site: {what}; with the results held for later "
