@@ -36,7 +36,7 @@ class RelArray(ArrayMethods, DaskCollection):
         self.sparse_expr = expr
         self.sources = _needed({**sources, **extra}, expr, self.expr)
         self.name = name or array_name(expr)
-        self._chunks = chunks
+        self._chunk_sizes = chunks
         self._plans = {}
         self._last_entry = None
 
@@ -87,7 +87,7 @@ class RelArray(ArrayMethods, DaskCollection):
 
     @property
     def chunks(self):
-        return self._chunks
+        return self._chunk_sizes
 
     @chunks.setter
     def chunks(self, value):

@@ -519,7 +519,7 @@ class ArrayMethods:
 
     def _become(self, y):
         """This object now holds ``y``'s expression (item assignment, ``out=``)."""
-        self.expr, self.sources, self._chunks, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
+        self.expr, self.sources, self._chunk_sizes, self.name = y.expr, y.sources, y.chunks, y.name  # y's name is fresh
         self._plans, self._last_entry = {}, None  # plans of the old expression
 
     def __array__(self, dtype=None, copy=None):
