@@ -237,3 +237,18 @@ def test_on_a_cluster(small_client):
     got = da.concatenate([z, z[::-1]], axis=1).compute()
     assert isinstance(got, sp.csc_array)
     np.testing.assert_array_equal(got.toarray(), np.concatenate([x[0], x[0][::-1]], axis=1))
+
+
+def test_other_scipy_objects_are_not_sparse_chunks():
+    """Only scipy.sparse owns chunks: a scipy.stats result (a tuple) is an array-like operand, as
+    in NumPy (dask's stats tests compare them with allclose)."""
+    import scipy.sparse
+    import scipy.stats
+
+    from dask_tra.backends import registry
+
+    r = scipy.stats.ttest_ind(np.arange(10.0), np.arange(10.0)[::-1] ** 1.5)
+    assert registry.owner_of_type(type(r)) is None
+    assert registry.owner_of_type(scipy.sparse.csr_matrix) is not None
+    assert bool(da.allclose(r, tuple(r)).compute())
+    np.testing.assert_allclose(da.asarray(r).compute(), np.asarray(r))

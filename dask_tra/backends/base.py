@@ -78,7 +78,7 @@ def loop_dtypes(ufunc_name: str, operands: tuple, out_dtype=None) -> tuple:
 
 class Backend:
     """One chunk library. Subclasses set ``name``, ``module_name`` (the library to import) and
-    ``chunk_modules`` (top-level modules whose types are its chunks), fill in the methods, and
+    ``chunk_modules`` (modules or packages whose types are its chunks), fill in the methods, and
     ``registry.register`` an instance at the end of their module."""
 
     name = "backend"

@@ -1,7 +1,7 @@
 """The one registry of chunk backends.
 
-A backend module ends with ``register(MyBackend())``: that names the backend, maps the top-level
-modules owning its chunk types (``chunk_modules``) to it, and tells every subscriber. Layers
+A backend module ends with ``register(MyBackend())``: that names the backend, maps the
+modules (or packages) owning its chunk types (``chunk_modules``) to it, and tells every subscriber. Layers
 that adapt backends to another system subscribe with ``on_register`` (the Dask layer installs
 ``sizeof``, ``concatenate`` and serialization for each backend's chunk types), so adding a
 backend touches its own module only. The modules ``dask_tra/backends/*_backend.py`` are
@@ -55,7 +55,7 @@ def owner_of_type(t):
         pass
     found = None
     for base in t.__mro__:
-        found = _BY_MODULE.get(base.__module__.partition(".")[0])
+        found = owner_of_module(base.__module__)
         if found is not None:
             break
     _TYPE_CACHE[t] = found
@@ -63,5 +63,12 @@ def owner_of_type(t):
 
 
 def owner_of_module(module_name: str):
-    """The backend whose chunk modules include ``module_name``'s top level, or None."""
-    return _BY_MODULE.get(module_name.partition(".")[0])
+    """The backend whose chunk modules include ``module_name`` or a package above it (the
+    longest match: ``scipy.sparse`` owns ``scipy.sparse._csr``, nothing owns ``scipy.stats``),
+    or None."""
+    parts = module_name.split(".")
+    for n in range(len(parts), 0, -1):
+        found = _BY_MODULE.get(".".join(parts[:n]))
+        if found is not None:
+            return found
+    return None

@@ -61,7 +61,7 @@ class _Refusing:
 class ScipySparseBackend(Backend):
     name = "scipy.sparse"
     module_name = "scipy.sparse"
-    chunk_modules = ("scipy",)
+    chunk_modules = ("scipy.sparse",)
     dense = False
     dense_products = True
 

@@ -156,7 +156,7 @@ def _install(backend):
     from dask.sizeof import sizeof
 
     for dispatch in (sizeof, concatenate_lookup):
-        for m in backend.chunk_modules:
+        for m in {m.partition(".")[0] for m in backend.chunk_modules}:  # Dask's lazy keys: top levels
             # Dask keeps one lazy registration per module: keep its own (dask.array's for CuPy
             # also registers tensordot, take, ...; cupyx's registers sparse matrices) and run it first
             previous = getattr(dispatch, "_lazy", {}).get(m)
