@@ -132,3 +132,16 @@ def test_unsupported_entry_points_raise():
         d[0, 0] = np.ma.masked
     with pytest.raises(NotImplementedError, match="masked"):
         da.full((3,), np.ma.masked)
+
+
+def test_map_blocks_keeps_the_mask_its_function_returns():
+    """A block function returning a masked block (``x * 2`` of one) keeps its mask: it was
+    converted to a plain array, silently dropping the mask."""
+    a = np.random.default_rng(2).random((5, 7))
+    a[a < 0.4] = 0
+    m = np.ma.masked_equal(a, 0)
+    y = da.ma.masked_equal(da.from_array(a, chunks=((2, 3), (3, 4))), 0)
+    got = y.map_blocks(lambda b: b * 2).compute()
+    assert isinstance(got, np.ma.MaskedArray)
+    np.testing.assert_array_equal(np.ma.getmaskarray(got), np.ma.getmaskarray(m))
+    np.testing.assert_array_equal(got.filled(-1), (m * 2).filled(-1))

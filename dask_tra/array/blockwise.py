@@ -105,7 +105,7 @@ class BlockFunction(Kernel):
         if not hasattr(out, "shape"):
             out = np.asarray(out)
         if b is backends.NUMPY:
-            out = np.asarray(out)
+            out = out if isinstance(out, np.ma.MaskedArray) else np.asarray(out)  # a mask is kept
             if out.dtype != self.dtype:
                 out = out.astype(self.dtype)
         elif backends.dtype_of(out) != self.dtype:
