@@ -64,6 +64,10 @@ from .utils import *  # noqa: F401,F403
 
 
 from .core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
+
+from . import core as _core  # noqa: E402
+
+_core.map_blocks = _blockwise.map_blocks  # dask.array.core has it too; core itself cannot import blockwise
 from . import joint  # noqa: E402
 from .joint import Joint  # noqa: E402,F401
 

@@ -160,13 +160,6 @@ class RelArray(ArrayMethods, DaskCollection):
 __all__ = ["RelArray"]
 
 
-def map_blocks(func, *args, **kwargs):
-    """``dask_tra.array.map_blocks`` (dask.array has it in ``dask.array.core`` too)."""
-    from .blockwise import map_blocks as _map_blocks
-
-    return _map_blocks(func, *args, **kwargs)
-
-
 def _needed(sources: dict, expr, dense) -> dict:
     """The ``sources`` that ``expr`` and its dense view read, from the input names kept on their
     nodes (no walk: an operation costs the same however deep its expression)."""

@@ -12,7 +12,7 @@ from ..dask.sources import ArraySource, ConstantSource, DaskSource
 from .lazy import user_name, from_lazy, is_lazy
 from .rechunk import rechunk
 from ..tra import Transform
-from .kernels import Reshape
+from .kernels import Reshape, ToBackend
 from .relations import (
     BlockSource,
     auto_chunks,
@@ -94,9 +94,7 @@ def asarray(
     out = out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
     backend = like.sparse_expr.type.backend if is_array(like) else backends.backend_of_type(like)
     if backend != "numpy" and out.sparse_expr.type.backend != backend:
-        from .elementwise import to_backend
-
-        out = to_backend(out, backend)
+        out = wrap(Transform(out.expr, ToBackend(backends.get(backend).name, None)), out)
     return out
 
 

@@ -20,7 +20,7 @@ from ..optimizer.explain import Explain
 from ..optimizer import plan_many
 from ..tra.dag import walk_many
 from .emit import emit
-from .rates import current_rates, learn
+from .rates import learn, planning_rates
 from .dispatch import register_worker_dispatch
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
@@ -127,7 +127,7 @@ class DaskCollection(DaskMethodsMixin):
             memory_limit=where.memory_limit,
             keep=config.get("keep"),
             force=config.get("force"),
-            rates=current_rates(where),
+            rates=planning_rates(where),
             one_layout=self.one_layout,
         )
 
@@ -439,7 +439,7 @@ def plan_cache_key(where, placements):
         repr(config.get("force")),
         config.get("keep"),
         where.memory_limit,
-        current_rates(where),
+        planning_rates(where),
         repr(sorted((n, sorted(p.items())) for n, p in placements.items())),
     )
 

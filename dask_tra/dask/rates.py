@@ -285,6 +285,14 @@ def current_rates(where) -> Rates:
     rates = {k: float(v) for k, v in given.items() if v is not None}
     if config.get("probe_rates") and where.client is not None and any(k not in rates for k in MEASURED):
         rates = {**cluster_rates(where.client), **rates}
-    if "threads" not in rates and where.threads:
-        rates["threads"] = float(where.threads)  # the memory estimate streams (optimizer/memory.py)
     return Rates(**rates)
+
+
+def planning_rates(where) -> Rates:
+    """``current_rates`` with the tasks a worker runs at once (its threads, unless configured):
+    the memory estimate then streams (``optimizer/memory.py``)."""
+    rates = current_rates(where)
+    threads = getattr(where, "threads", 0)
+    if config.get("threads") is None and threads:
+        rates = dataclasses.replace(rates, threads=float(threads))
+    return rates
