@@ -18,6 +18,9 @@
   (``dask_tra.dask.rates``); else the defaults of ``optimizer.Rates``. Planning never runs a
   task to measure them. Every other field of ``optimizer.Rates`` (the constants of
   registered cost terms) is a setting too, under its own name; None: ``Rates``' default.
+- ``threads``: tasks one worker runs at once, for the memory estimate (``optimizer/memory.py``:
+  blocks stream through that many tasks); None: the workers' thread count under a Client; 0:
+  unknown, every block a worker computes counted at once.
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,
   ``"d=[...]"``), or {kind: strategy}; None lets the optimizer choose.
 """

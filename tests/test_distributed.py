@@ -252,3 +252,18 @@ def test_one_placement_query_per_compute(client, monkeypatch):
     y.planned()
     y.planned()
     assert asked == [4, 4, 4]
+
+
+def test_a_reduction_streams_under_a_memory_limit_below_its_input(client):
+    """The workers' thread counts reach the planner: a mean over 32 MB of blocks plans and runs
+    under an 8 MB per-worker limit (its blocks stream), where counting every block a worker
+    makes would refuse it."""
+    x = dt.random.uniform(0, 1, (2000, 2000), chunks=250, seed=3)  # 64 blocks of 0.5 MB
+    with dt.config.set(memory_limit=8_000_000):
+        y = x.mean(axis=0)
+        got = y.compute()
+        peak = max(y.explain().predicted_peak_memory.values())
+        with pytest.raises(dt.optimizer.MemoryLimitError), dt.config.set(threads=0):
+            x.mean(axis=0).compute()  # unknown threads: all of a worker's blocks counted at once
+    assert peak <= 8_000_000
+    np.testing.assert_allclose(got, x.compute().mean(axis=0))
