@@ -46,14 +46,11 @@ def working_set(node: Any, cand: Any, inputs: Sequence[Any], rates: Rates, s: in
     contraction = is_contraction(node)
     if threads <= 0 or not (contraction or isinstance(node, (tra.TupleMap, tra.Join))):
         return resident
-    task = sum(task_bytes(i.node) for i in inputs) + largest_block(node.type)
-    if contraction:  # one task folds a group's products as it makes them: it reads all its operands
-        group = math.prod(node.child.type.frontier) // max(1, math.prod(node.type.frontier))
-        task = (
-            max(1, group) * (task - largest_block(node.type))
-            + largest_block(node.child.type)
-            + largest_block(node.type)
-        )
+    operands, out = sum(task_bytes(i.node) for i in inputs), largest_block(node.type)
+    task = operands + out
+    if contraction:  # one task folds a group's products as it makes them: it holds all its operands
+        group = max(1, math.prod(node.child.type.frontier) // max(1, math.prod(node.type.frontier)))
+        task = group * operands + largest_block(node.child.type) + out
     held = np.full(s, cand.moved / s) if cand.site_moved is None else np.asarray(cand.site_moved, np.float64)
     if contraction:
         held = held + key_bytes(node.type) @ np.asarray(cand.layout, np.int64)
