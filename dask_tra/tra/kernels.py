@@ -163,6 +163,35 @@ class Kernel:
         return self.name
 
 
+class Composed(Kernel):
+    """``outer ∘ inner``: ``inner`` on the chunks, then the unary ``outer`` on its result."""
+
+    def __init__(self, outer: Kernel, inner: Kernel) -> None:
+        self.outer, self.inner = outer, inner
+        self.name = f"{outer.name}∘{inner.name}"
+        self.arity = inner.arity
+        # f∘g distributes over an aggregation when f and g both do (unary g only)
+        self.distributes_over = outer.distributes_over & inner.distributes_over if inner.arity == 1 else frozenset()
+        self.annihilates = outer.annihilates and inner.annihilates
+
+    def __call__(self, *chunks: Any) -> Any:
+        return self.outer(self.inner(*chunks))
+
+    def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
+        return tuple(self.outer.out_axes(frontier, self.inner.out_axes(frontier, *in_axes)))
+
+    def out_dtype(self, *dtypes: Any) -> np.dtype:
+        return self.outer.out_dtype(self.inner.out_dtype(*dtypes))
+
+    def out_backend(self, *in_backends: str) -> str:
+        return self.outer.out_backend(self.inner.out_backend(*in_backends))
+
+    def flops(self, *shapes: tuple) -> int:
+        axes = [tuple(ChunkAxis.const(n) for n in shape) for shape in shapes]
+        mid = tuple(ax.constant for ax in self.inner.out_axes((), *axes))
+        return self.inner.flops(*shapes) + self.outer.flops(mid)
+
+
 def broadcast_axes(frontier: tuple, axes_list: Sequence[Sequence[ChunkAxis]], what: str) -> tuple:
     """NumPy broadcasting of chunk axes (right-aligned; constant-1 axes stretch)."""
     rank = max(len(a) for a in axes_list)

@@ -18,34 +18,8 @@ from ...ia.nodes import (
 )
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
-from ...tra.kernels import Kernel
+from ...tra.kernels import Composed
 from ...tra.keyfuncs import KeyMap, KeyPred
-from ...tra.relation import ChunkAxis
-
-
-class Composed(Kernel):
-    """``outer ∘ inner``: ``inner`` on the chunks, then the unary ``outer`` on its result."""
-
-    def __init__(self, outer: Kernel, inner: Kernel):
-        self.outer, self.inner = outer, inner
-        self.name = f"{outer.name}∘{inner.name}"
-        self.arity = inner.arity
-        # f∘g distributes over an aggregation when f and g both do (unary g only)
-        self.distributes_over = outer.distributes_over & inner.distributes_over if inner.arity == 1 else frozenset()
-
-    def __call__(self, *chunks):
-        return self.outer(self.inner(*chunks))
-
-    def out_axes(self, frontier, *in_axes):
-        return self.outer.out_axes(frontier, self.inner.out_axes(frontier, *in_axes))
-
-    def out_dtype(self, *dtypes):
-        return self.outer.out_dtype(self.inner.out_dtype(*dtypes))
-
-    def flops(self, *shapes):
-        axes = [tuple(ChunkAxis.const(n) for n in shape) for shape in shapes]
-        mid = tuple(ax.constant for ax in self.inner.out_axes((), *axes))
-        return self.inner.flops(*shapes) + self.outer.flops(mid)
 
 
 def compose_keymaps(outer: KeyMap, inner: KeyMap) -> KeyMap:
