@@ -32,7 +32,8 @@ from .repartition import (
     TwoPhaseAggregate,
     join_feed,
 )
-from .util import Composed, FixedFrontier, rebuild
+from ...tra.kernels import Composed
+from .util import FixedFrontier, rebuild
 
 ALL_RULES = KERNEL_COMPOSITION_RULES + REPARTITION_RULES
 

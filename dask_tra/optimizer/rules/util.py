@@ -18,7 +18,6 @@ from ...ia.nodes import (
 )
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
-from ...tra.kernels import Composed
 from ...tra.keyfuncs import KeyMap, KeyPred
 
 
