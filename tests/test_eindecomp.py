@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dask_tra.optimizer.eindecomp import (
+from dask_tra.reference.eindecomp import (
     EinGraph,
     EinSum,
     EinsumVertex,
@@ -25,7 +25,7 @@ from dask_tra.optimizer.eindecomp import (
     sqrt_plan,
     viable,
 )
-from dask_tra.optimizer.eindecomp_graph import vertex_cost
+from dask_tra.reference.eindecomp_graph import vertex_cost
 
 
 def matmul(n: int = 8) -> EinSum:

@@ -14,7 +14,10 @@ by importing:
 - the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
   import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.dask),
   anywhere in their code (function bodies included), and neither does anything they import
-  at module level.
+  at module level;
+- research code and oracles (dask_tra.reference: paper reproductions tests and benchmarks run)
+  import only the layers below the Dask layer (tra, ia, optimizer, backends), and nothing
+  outside dask_tra.reference imports it (function bodies included): compute never runs it.
 """
 from __future__ import annotations
 
@@ -27,7 +30,10 @@ import pytest
 
 PACKAGE = "dask_tra"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
-PURE = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer")
+PURE = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer", "dask_tra.reference")
+REFERENCE = "dask_tra.reference"
+# what the reference package may import of dask_tra (besides itself)
+REFERENCE_MAY_IMPORT = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer", "dask_tra.backends")
 FORBIDDEN = ("dask", "distributed", "dask_tra.dask")
 # modules whose function-level imports may close a cycle (see the module doc)
 CALL_TIME_CYCLE = ("dask_tra.array.methods", "dask_tra.array.dispatch")
@@ -234,6 +240,26 @@ def test_pure_layers_reach_no_dask_when_imported(package):
             if t in graph and t not in seen:
                 seen[t] = m
                 todo.append(t)
+
+
+def test_reference_code_is_imported_by_no_production_module():
+    """Research code and oracles run in tests and benchmarks only: no dask_tra module outside
+    dask_tra.reference imports it, anywhere in its code (function bodies included)."""
+    graph = import_graph(module_level=False)
+    assert REFERENCE in graph and f"{REFERENCE}.rules" in graph
+    bad = sorted(f"{m} imports {t}" for m, targets in graph.items() if not _within(m, REFERENCE)
+                 for t in targets if _within(t, REFERENCE))
+    assert not bad, "\n".join(bad)
+
+
+def test_reference_code_imports_only_the_layers_below_dask():
+    """dask_tra.reference sits above the optimizer: it imports tra, ia, optimizer (and the
+    backends they use), never the array frontend, autodiff or the Dask layer."""
+    graph = import_graph(module_level=False)
+    bad = sorted(f"{m} imports {t}" for m, targets in graph.items() if _within(m, REFERENCE)
+                 for t in targets if _within(t, PACKAGE)
+                 and not any(_within(t, ok) for ok in REFERENCE_MAY_IMPORT + (REFERENCE,)))
+    assert not bad, "\n".join(bad)
 
 
 def test_relarray_lives_in_the_array_layer():

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from dask_tra.ia import (Broadcast, Grid, LocalAggregate, LocalFilter, LocalJoin, Placed, Shuffle,
                          execute, expand, part, project, rekey, tile, transform)
 from dask_tra.optimizer.cost import evaluate_cost
-from dask_tra.optimizer.rules import (ALL_RULES, BCAST_LEFT, BCAST_RIGHT, COSHUFFLE,
+from dask_tra.reference.rules import (ALL_RULES, BCAST_LEFT, BCAST_RIGHT, COSHUFFLE,
                                       KERNEL_COMPOSITION_RULES, DropInnerMove,
                                       DropShuffleBeforeAggregate, FilterBeforeMap,
                                       FilterBelowAggregate, FilterBelowJoin, FilterBelowMove,
@@ -468,7 +468,10 @@ def test_r2_5_needs_associative_commutative_kernel_and_unpartitioned_input():
     (a,), _ = fixed("ij")
     f = a.type.frontier
     by_j = Placed(a, part((1,), f), 2)
-    plan = lambda x, k: LocalAggregate(Shuffle(x, part((0,), f)), (0,), k)
+
+    def plan(x, k):
+        return LocalAggregate(Shuffle(x, part((0,), f)), (0,), k)
+
     assert TwoPhaseAggregate().matches(plan(by_j, K.add))
     assert not TwoPhaseAggregate().matches(plan(by_j, K.sub))
     assert not TwoPhaseAggregate().matches(plan(by_j, first))  # associative, not commutative

@@ -1,5 +1,6 @@
-"""What the rewrite rules share: composed kernels, key maps and predicates, rebuilding an
-IA node over new children, and partitioning facts read from a node's ``copies``."""
+"""What the rewrite rules share: composed key maps and predicates, rebuilding an IA node over
+new children, and partitioning facts read from a node's ``copies`` (with the optimizer's
+``partitioned_by``, ``optimizer/layout.py``)."""
 
 from __future__ import annotations
 
@@ -63,14 +64,6 @@ def rebuild(node: IANode, children: Sequence[IANode]) -> IANode:
     if all(a is b for a, b in zip(node.children, children)):
         return node
     return _REBUILD[type(node)](node, *children)
-
-
-def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
-    """PART_D with D ⊆ ``dims``: every key has one copy, and keys agreeing on ``dims`` share its site."""
-    if not one_copy_each(node):
-        return False
-    home: dict[Key, int] = {}
-    return all(home.setdefault(tuple(key[d] for d in dims), cs[0][0]) == cs[0][0] for key, cs in node.copies.items())
 
 
 def one_copy_each(node: IANode) -> bool:

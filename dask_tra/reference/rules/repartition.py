@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ...ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Shuffle, local_map
 from ...ia.partitioning import Grid, part
+from ...optimizer.layout import partitioned_by
 from ...tra import expr as tra
 from .base import Rule
-from .util import FixedFrontier, one_copy_each, partitioned_by, rebuild, single_origin
+from .util import FixedFrontier, one_copy_each, rebuild, single_origin
 
 _MOVES = (Broadcast, Shuffle)
 
