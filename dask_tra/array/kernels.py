@@ -289,6 +289,12 @@ class Permute(Kernel):
     def __init__(self, perm):
         self.perm = tuple(int(p) for p in perm)
         self.name = f"transpose{list(self.perm)}"
+        self.identity_map = self.perm == tuple(range(len(self.perm)))
+
+    def compose(self, inner):
+        if isinstance(inner, Permute) and len(inner.perm) == len(self.perm):
+            return Permute(tuple(inner.perm[p] for p in self.perm))
+        return None
 
     def __call__(self, chunk):
         return npx(chunk).transpose(chunk, self.perm)

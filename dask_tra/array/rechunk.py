@@ -107,7 +107,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
     if len(used) < len(in_chunks):  # drop unused blocks, renumber the rest
         rank = {i: r for r, i in enumerate(used)}
         expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
-        expr = ReKey(expr, KeyMap(Bound(replace_dim, axis, rank), f"renumber[{axis}]"))
+        expr = ReKey(expr, KeyMap(Bound(replace_dim, axis, rank), f"renumber[{axis}]", copies=_all_but(axis, n)))
     by_old = {i: [] for i in range(len(used))}
     by_new = {j: [] for j in range(len(out_chunks))}
     for i, j, loc in pieces:
@@ -133,7 +133,14 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
             place[next(spare)] = (j, w)
     if len(place) < p * q:
         expr = Filter(expr, KeyPred(Bound(dims_in, (axis, n), frozenset(place)), "placedPieces", frozenset({axis, n})))
-    expr = ReKey(expr, KeyMap(Bound(_place_piece, axis, n, r > 1, place), f"placePieces[{axis}]"))
+    expr = ReKey(
+        expr,
+        KeyMap(
+            Bound(_place_piece, axis, n, r > 1, place),
+            f"placePieces[{axis}]",
+            copies=_all_but(axis, n) + ((None,) if r > 1 else ()),
+        ),
+    )
     if r > 1:
         expr = Concat(expr, n, axis)
     return Rel(expr, rel_of(x, P))
@@ -163,7 +170,14 @@ def _whole_blocks(x, axis, pieces, in_chunks):
         expr = Filter(
             expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}", frozenset({axis}))
         )
-    expr = ReKey(expr, KeyMap(Bound(_place_block, axis, r > 1, place), f"placeBlocks[{axis}]"))
+    expr = ReKey(
+        expr,
+        KeyMap(
+            Bound(_place_block, axis, r > 1, place),
+            f"placeBlocks[{axis}]",
+            copies=_all_but(axis, n) + ((None,) if r > 1 else ()),
+        ),
+    )
     return Concat(expr, n, axis) if r > 1 else expr
 
 
@@ -187,7 +201,15 @@ def _tiles(x, axis, pieces, in_chunks):
             return None
     new = {(i, k): j for i, ps in by_old.items() for k, (j, _) in enumerate(ps)}
     n = x.expr.type.key_arity
-    return ReKey(Tile(x.expr, axis, size), KeyMap(Bound(_place_tile, axis, n, new), f"placeTiles[{axis}]"))
+    return ReKey(
+        Tile(x.expr, axis, size),
+        KeyMap(Bound(_place_tile, axis, n, new), f"placeTiles[{axis}]", copies=_all_but(axis, n)),
+    )
+
+
+def _all_but(axis, n):
+    """A key map's ``copies``: output dims below ``n`` are the input's, except ``axis``."""
+    return tuple(None if d == axis else d for d in range(n))
 
 
 def _place_piece(axis, n, numbered, place, k):

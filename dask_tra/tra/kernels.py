@@ -145,6 +145,11 @@ class Kernel:
         shapes = [t.chunk_shape((0,) * t.key_arity) for t in (left_type, right_type)]
         return self.flops(*shapes) > sum(math.prod(s) for s in shapes)
 
+    def compose(self, inner: "Kernel") -> "Kernel | None":
+        """A kernel equal to ``self ∘ inner`` and simpler than ``Composed`` (two transposes are
+        one), or None."""
+        return None
+
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
 
@@ -164,32 +169,55 @@ class Kernel:
 
 
 class Composed(Kernel):
-    """``outer ∘ inner``: ``inner`` on the chunks, then the unary ``outer`` on its result."""
+    """``outer ∘ inner``: ``inner`` on the chunks, then the unary ``outer`` on its result.
+
+    Kept flat (``parts``, in the order they run), so a fused chain of a thousand kernels is one
+    loop, not a thousand nested calls."""
 
     def __init__(self, outer: Kernel, inner: Kernel) -> None:
-        self.outer, self.inner = outer, inner
-        self.name = f"{outer.name}∘{inner.name}"
-        self.arity = inner.arity
+        self.parts: tuple[Kernel, ...] = _parts(inner) + _parts(outer)
+        self.name = "∘".join(k.name for k in reversed(self.parts))
+        self.arity = self.parts[0].arity
         # f∘g distributes over an aggregation when f and g both do (unary g only)
-        self.distributes_over = outer.distributes_over & inner.distributes_over if inner.arity == 1 else frozenset()
-        self.annihilates = outer.annihilates and inner.annihilates
+        self.distributes_over = (
+            frozenset.intersection(*(k.distributes_over for k in self.parts)) if self.arity == 1 else frozenset()
+        )
+        self.annihilates = all(k.annihilates for k in self.parts)
 
     def __call__(self, *chunks: Any) -> Any:
-        return self.outer(self.inner(*chunks))
+        out = self.parts[0](*chunks)
+        for k in self.parts[1:]:
+            out = k(out)
+        return out
 
     def out_axes(self, frontier: tuple, *in_axes: Any) -> tuple:
-        return tuple(self.outer.out_axes(frontier, self.inner.out_axes(frontier, *in_axes)))
+        axes = tuple(self.parts[0].out_axes(frontier, *in_axes))
+        for k in self.parts[1:]:
+            axes = tuple(k.out_axes(frontier, axes))
+        return axes
 
     def out_dtype(self, *dtypes: Any) -> np.dtype:
-        return self.outer.out_dtype(self.inner.out_dtype(*dtypes))
+        dtype = self.parts[0].out_dtype(*dtypes)
+        for k in self.parts[1:]:
+            dtype = k.out_dtype(dtype)
+        return np.dtype(dtype)
 
     def out_backend(self, *in_backends: str) -> str:
-        return self.outer.out_backend(self.inner.out_backend(*in_backends))
+        backend = self.parts[0].out_backend(*in_backends)
+        for k in self.parts[1:]:
+            backend = k.out_backend(backend)
+        return backend
 
     def flops(self, *shapes: tuple) -> int:
-        axes = [tuple(ChunkAxis.const(n) for n in shape) for shape in shapes]
-        mid = tuple(ax.constant for ax in self.inner.out_axes((), *axes))
-        return self.inner.flops(*shapes) + self.outer.flops(mid)
+        total, axes = 0, [tuple(ChunkAxis.const(n) for n in shape) for shape in shapes]
+        for k in self.parts:
+            total += k.flops(*(tuple(ax.constant for ax in a) for a in axes))
+            axes = [tuple(k.out_axes((), *axes))]
+        return total
+
+
+def _parts(kernel: Kernel) -> tuple[Kernel, ...]:
+    return kernel.parts if isinstance(kernel, Composed) else (kernel,)
 
 
 def broadcast_axes(frontier: tuple, axes_list: Sequence[Sequence[ChunkAxis]], what: str) -> tuple:

@@ -16,11 +16,23 @@ from .kernels import Bound
 
 @dataclass(frozen=True)
 class KeyMap:
-    """key -> key. ``select`` is set when the map only picks dims: ``key -> key[select]``."""
+    """key -> key. ``select`` is set when the map only picks dims: ``key -> key[select]``.
+    ``copies`` is set when some output dims are input dims unchanged: output dim d is input dim
+    ``copies[d]``, or computed where it is None (a rewrite reads a predicate through them)."""
 
     fn: Callable
     name: str
     select: tuple | None = None
+    copies: tuple | None = None
+
+    def copied(self, dims: Iterable[int]) -> frozenset | None:
+        """The input dims that output ``dims`` copy (a selected None dim reads 0: no input dim);
+        None when one of them is computed, or the map is not known."""
+        if self.select is not None:
+            return frozenset(self.select[d] for d in dims if self.select[d] is not None)
+        if self.copies is None or any(self.copies[d] is None for d in dims):
+            return None
+        return frozenset(self.copies[d] for d in dims)
 
     def __call__(self, key: tuple) -> tuple:
         return tuple(int(k) for k in self.fn(key))
@@ -39,7 +51,12 @@ class KeyMap:
     def compose(cls, outer: "KeyMap", inner: "KeyMap") -> "KeyMap":
         """``key -> outer(inner(key))``; a selection when both are."""
         select = None if outer.select is None or inner.select is None else tuple(inner.select[d] for d in outer.select)
-        return cls(Bound(composed, outer, inner), f"{outer}∘{inner}", select)
+        inner_copies = inner.select if inner.select is not None else inner.copies
+        outer_copies = outer.select if outer.select is not None else outer.copies
+        copies = None
+        if inner_copies is not None and outer_copies is not None:
+            copies = tuple(None if d is None else inner_copies[d] for d in outer_copies)
+        return cls(Bound(composed, outer, inner), f"{outer}∘{inner}", select, copies)
 
     def __str__(self) -> str:
         return self.name

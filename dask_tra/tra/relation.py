@@ -250,6 +250,17 @@ class RelationType:
             f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}"
         )
 
+    def same_as(self, other: "RelationType") -> bool:
+        """Whether ``other`` describes the same relation: keys, chunk shapes, dtype and backend
+        (types compare by identity otherwise)."""
+        return (
+            self.frontier == other.frontier
+            and self.axes == other.axes
+            and self.dtype == other.dtype
+            and self.backend == other.backend
+            and self.keys == other.keys
+        )
+
     def with_(self, **changes: Any) -> "RelationType":
         kw: dict[str, Any] = dict(
             frontier=self.frontier, axes=self.axes, dtype=self.dtype, backend=self.backend, keys=self.keys

@@ -1,0 +1,302 @@
+"""The logical rewrite pass: TRA expressions simplified before physical planning.
+
+In the spirit of dask-expr's ``simplify``: a slice is pushed toward the inputs, so only the
+blocks it keeps are computed; per-tuple chains are fused; relabellings that undo each other
+vanish; equal sub-expressions are computed once. Each rule is a small object whose ``apply``
+takes a node (its children already simplified) and returns the node rewritten, or None.
+
+A rewrite is kept only when the new node has the old one's exact ``RelationType``: the same
+keys, chunk shapes, dtype and backend. Every rule is exact (same (key, chunk) set), which the
+property tests check against the reference executor. A rule that would compute a node's work
+twice (a slice pushed below an operator whose result another operator also reads) does not fire.
+
+The driver is iterative and visits each node once, plus once per node a rule makes; nothing
+recurses, however deep the expression.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..tra import expr as tra
+from ..tra.dag import walk_many
+from ..tra.errors import TRAError
+from ..tra.expr import Expr, with_children
+from ..tra.kernels import Bound, Composed, Kernel
+from ..tra.keyfuncs import KeyMap, KeyPred
+
+Sole = Callable[[Expr], bool]  # whether a node has exactly one reader
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rewrite: ``fn(node, sole)`` returns the rewritten node, or None."""
+
+    name: str
+    fn: Callable[[Any, Sole], Expr | None]
+
+    def apply(self, node: Expr, sole: Sole) -> Expr | None:
+        return self.fn(node, sole)
+
+
+# ---------------------------------------------------------------- predicates and key maps
+
+
+def _pred_after(pred: KeyPred, keymap: KeyMap, key: tuple) -> bool:
+    return pred(keymap(key))
+
+
+def pred_after(pred: KeyPred, keymap: KeyMap) -> KeyPred:
+    """``key -> pred(keymap(key))``: a Filter's predicate read before a ReKey."""
+    dims = None if pred.dims is None else keymap.copied(pred.dims)
+    return KeyPred(Bound(_pred_after, pred, keymap), pred.name, dims)
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def _merge_filters(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Filter):
+        outer, inner = node.predicate, node.child.predicate
+        return tra.Filter(node.child.child, inner if outer == inner else KeyPred.conjunction(outer, inner))
+    return None
+
+
+def _filter_through_rekey(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.Filter) and isinstance(node.child, tra.ReKey):
+        rekey = node.child
+        return tra.ReKey(tra.Filter(rekey.child, pred_after(node.predicate, rekey.key_fn)), rekey.key_fn)
+    return None
+
+
+def _filter_through_transform(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Transform) and sole(node.child):
+        t = node.child
+        return tra.Transform(tra.Filter(t.child, node.predicate), t.kernel)
+    return None
+
+
+def _filter_through_join(node: Any, sole: Sole) -> Expr | None:
+    """σ over ⋈: the filter moves to each side whose key determines it (the left side's key is the
+    output key's first dims; the right side's holds the join dims and the rest)."""
+    if not (isinstance(node, tra.Filter) and isinstance(node.child, tra.Join) and sole(node.child)):
+        return None
+    pred, join = node.predicate, node.child
+    if pred.dims is None:
+        return None
+    kl = join.left.type.key_arity
+    out_arity = node.type.key_arity
+    from_right = {o: r for r, o in join.right_out.items()}  # output dim -> right dim
+    left, right = join.left, join.right
+    if all(d < kl for d in pred.dims):
+        left = tra.Filter(left, KeyPred.reindexed(pred, {d: d for d in pred.dims}, out_arity))
+    if all(d in from_right for d in pred.dims):
+        right = tra.Filter(right, KeyPred.reindexed(pred, {d: from_right[d] for d in pred.dims}, out_arity))
+    if left is join.left and right is join.right:
+        return None
+    return tra.Join(left, right, join.left_keys, join.right_keys, join.kernel)
+
+
+def _filter_through_aggregate(node: Any, sole: Sole) -> Expr | None:
+    if not (isinstance(node, tra.Filter) and isinstance(node.child, tra.Aggregate) and sole(node.child)):
+        return None
+    agg = node.child
+    source = dict(enumerate(agg.group_by))
+    return tra.Aggregate(
+        tra.Filter(agg.child, KeyPred.reindexed(node.predicate, source, len(source))), agg.group_by, agg.kernel
+    )
+
+
+def _rekey_through_transform(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.ReKey) and isinstance(node.child, tra.Transform) and sole(node.child):
+        t = node.child
+        return tra.Transform(tra.ReKey(t.child, node.key_fn), t.kernel)
+    return None
+
+
+def _merge_rekeys(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.ReKey) and isinstance(node.child, tra.ReKey):
+        return tra.ReKey(node.child.child, KeyMap.compose(node.key_fn, node.child.key_fn))
+    return None
+
+
+def _drop_identity_rekey(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.ReKey) and all(k == v for k, v in node.sources.items()):
+        return node.child
+    return None
+
+
+def _fuse_transforms(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.Transform) and isinstance(node.child, tra.Transform) and sole(node.child):
+        outer, inner = node.kernel, node.child.kernel
+        return tra.Transform(node.child.child, outer.compose(inner) or Composed(outer, inner))
+    return None
+
+
+def _drop_identity_transform(node: Any, sole: Sole) -> Expr | None:
+    if isinstance(node, tra.Transform) and node.kernel.identity_map:
+        return node.child
+    return None
+
+
+RULES: tuple[Rule, ...] = tuple(
+    Rule(fn.__name__.strip("_"), fn)
+    for fn in (
+        _merge_filters,
+        _filter_through_rekey,
+        _filter_through_transform,
+        _filter_through_join,
+        _filter_through_aggregate,
+        _merge_rekeys,
+        _drop_identity_rekey,
+        _rekey_through_transform,
+        _fuse_transforms,
+        _drop_identity_transform,
+    )
+)
+
+
+# ---------------------------------------------------------------- common sub-expressions
+
+
+def _value(v: Any) -> Any:
+    """A hashable stand-in equal exactly when the values are: kernels by their type and every
+    field (a function by identity: two kernels named alike with other functions differ)."""
+    if isinstance(v, (Kernel, Bound, KeyMap, KeyPred)):
+        fields = (v.fn, v.params) if isinstance(v, Bound) else vars(v)
+        return (type(v), _value(fields))
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted(((_value(k), _value(x)) for k, x in v.items()), key=repr)))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_value(x) for x in v))
+    if isinstance(v, (set, frozenset)):
+        return ("set", frozenset(_value(x) for x in v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    hash(v)
+    return v
+
+
+def content(node: Expr) -> Any:
+    """What a node computes from its children, as a hashable value (None: not comparable)."""
+    try:
+        if isinstance(node, tra.Input):
+            return ("Input", node.name, node.constant, node.type)
+        if isinstance(node, tra.Join):
+            return ("Join", node.left_keys, node.right_keys, _value(node.kernel))
+        if isinstance(node, tra.Aggregate):
+            return ("Aggregate", node.group_by, _value(node.kernel))
+        if isinstance(node, tra.Concat):
+            return ("Concat", node.key_dim, node.array_dim)
+        if isinstance(node, tra.TupleMap):
+            return (type(node), _value(node.params))
+    except TypeError:  # an unhashable field: the node is only equal to itself
+        return None
+    return None
+
+
+def common_subexpressions(exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """``exprs`` with nodes that compute the same thing from the same inputs merged into one."""
+    seen: dict[Any, Expr] = {}
+    done: dict[int, Expr] = {}
+    for node in walk_many(exprs):  # children first
+        kids = tuple(done[id(c)] for c in node.children)
+        own = content(node)
+        key = None if own is None else (own, tuple(id(k) for k in kids))
+        found = seen.get(key) if key is not None else None
+        if found is None:
+            found = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
+            if key is not None:
+                seen[key] = found
+        done[id(node)] = found
+    return tuple(done[id(e)] for e in exprs)
+
+
+# ---------------------------------------------------------------- the driver
+
+
+def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
+    """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
+    merged before and after. Each result has its expression's exact type."""
+    exprs = common_subexpressions(tuple(exprs))
+    readers: Counter = Counter(id(e) for e in exprs)  # id -> operators (and roots) reading it
+    for node in walk_many(exprs):
+        readers.update(id(c) for c in node.children)
+    made: list[Expr] = []  # every node built here, alive so that no id is reused
+    done: dict[int, Expr] = {}  # id -> the node simplified (a simplified node maps to itself)
+    redirect: dict[int, Expr] = {}  # a node a rule rewrote -> its rewrite (simplified next)
+
+    def sole(node: Expr) -> bool:
+        return readers[id(node)] == 1
+
+    def replaced(cur: Expr, new: Expr) -> None:
+        """Reader counts after ``cur`` gives way to ``new``: the nodes the rule made read their
+        children; ``cur`` is gone, and so is each node below it that nothing reads any more."""
+        todo, seen = [new], set()
+        while todo:
+            m = todo.pop()
+            if id(m) in done or id(m) in seen:
+                continue
+            seen.add(id(m))
+            made.append(m)
+            readers.update(id(c) for c in m.children)
+            todo.extend(m.children)
+        readers[id(new)] += readers[id(cur)]
+        gone = list(cur.children)
+        while gone:
+            c = gone.pop()
+            readers[id(c)] -= 1
+            if readers[id(c)] == 0:
+                gone.extend(c.children)
+
+    stack: list[Expr] = list(exprs)
+    while stack:
+        node = stack[-1]
+        if id(node) in done:
+            stack.pop()
+            continue
+        if id(node) in redirect:
+            new = redirect[id(node)]
+            if id(new) in done:
+                done[id(node)] = done[id(new)]
+                stack.pop()
+            else:
+                stack.append(new)
+            continue
+        todo = [c for c in node.children if id(c) not in done]
+        if todo:
+            stack.extend(todo)
+            continue
+        kids = tuple(done[id(c)] for c in node.children)
+        cur = node
+        if any(k is not c for k, c in zip(kids, node.children)):
+            cur = with_children(node, kids)
+            made.append(cur)
+            readers[id(cur)] = readers[id(node)]
+        rewrite = _first_rewrite(cur, rules, sole)
+        if rewrite is None:
+            done[id(node)] = done[id(cur)] = cur
+            stack.pop()
+        else:
+            replaced(cur, rewrite)
+            redirect[id(node)] = rewrite
+    return common_subexpressions(tuple(done[id(e)] for e in exprs))
+
+
+def _first_rewrite(node: Expr, rules: tuple[Rule, ...], sole: Sole) -> Expr | None:
+    """The first rule's rewrite of ``node`` that keeps its type exactly, or None."""
+    for rule in rules:
+        try:
+            new = rule.apply(node, sole)
+        except TRAError:  # the rewritten operator is not well formed (e.g. a join over holes)
+            continue
+        if new is not None and new.type.same_as(node.type):
+            return new
+    return None
