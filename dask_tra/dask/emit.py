@@ -13,6 +13,11 @@ aggregation of several chunks). Nothing else is a task:
   its reader waits for another task (``_Tasks.fused``); a local join read only by a local
   fold is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a
   time.
+- a fold reads a bounded group (``optimizer/memory.py``: ``FOLD_BYTES``): a group whose operands
+  (with what an inlined member's task reads) exceed it is folded as a tree, as dask's
+  ``split_every``: leaf tasks of ``fold_pairs`` operand pairs (a contraction) or of as many
+  members as fit, then their partial results ``fold_width`` at a time; members too large for two
+  to fit stay tasks of their own. The tree's tasks run on the group's site: no move changes.
 
 Block products take turns between the sites that read them (``turns``, the ``priority``
 annotation): each site makes the first product bound for every reading site, then the
@@ -44,6 +49,7 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..tra.dag import walk_many
 from ..tra.expr import Concat
+from ..optimizer import memory as mem
 from ..tra.tasks import Data
 from .ownership import Pins, mark
 from .sources import Ref, is_future
@@ -228,6 +234,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
     home = {}  # input key read by key -> the sites holding it
     nbytes = {}  # dask key -> bytes of its chunk
+    light = set()  # dask keys of constant inputs' chunks (views of one value)
     walk = walk_many(roots)
     # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
     # dask moves it exactly as often as predicted
@@ -244,13 +251,14 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
         what = naming.steps[node.uid]
-        name = f"{what.name()}-{token}-{step}"
+        name = plan_name = f"{what.name()}-{token}-{step}"
         names[name] = what
         output_name = direct.get(id(node))
         if output_name is not None:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
         for key, copies in node.copies.items():
             for site, origin in copies:
+                inner = (plan_name,) + tuple(key) + (site,)  # a fold tree's inner tasks: this + (level, i)
                 if (origin, site) in avail:
                     continue
                 if isinstance(node, (Broadcast, Shuffle)):  # a dependency, not a task
@@ -281,15 +289,14 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         avail[(origin, site)] = made[block]
                         continue
                     g.add(dk, _input_task(dk, spec), [], site)
+                    if getattr(node.input, "constant", False):
+                        light.add(dk)  # a view of one value: it holds no memory of its own
                     if origin not in moved:
                         made[block] = dk
                 elif node.uid in fused.values():
-                    g.add(
-                        dk,
-                        *_fused_task(node, key, site, avail, dk),
-                        site,
-                        products[node.child.uid],
-                    )
+                    _join_fold_tree(g, dk, node, key, site, avail, nbytes, light, products[node.child.uid], inner)
+                elif _is_fold(node, key, site):
+                    _fold_tree(g, dk, node, key, site, avail, nbytes, light, inner)
                 else:
                     built = _task(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
@@ -401,6 +408,7 @@ class _Tasks:
     def __init__(self):
         self.spec, self.site, self.reads = {}, {}, {}
         self.exposed = set()  # the outputs: they stay keys
+        self.keep: set = set()  # tasks never inlined into their reader (a fold tree's inner tasks)
         self.work = set()
         self.heavy: set = set()  # after ``fused``: the tasks computing block products
         self.members: dict = {}  # after ``fused``: task -> the tasks inlined into it, itself last
@@ -432,7 +440,10 @@ class _Tasks:
         inline = {
             dk
             for dk in self.spec
-            if count.get(dk) == 1 and dk not in self.exposed and self.site[reader[dk]] == self.site[dk]
+            if count.get(dk) == 1
+            and dk not in self.exposed
+            and dk not in self.keep
+            and self.site[reader[dk]] == self.site[dk]
         }
         out, depth = {}, {}
         self.members = {}  # task -> the tasks computed inside it, in order, itself last
@@ -613,16 +624,88 @@ def _fusable_joins(walk) -> dict:
     return out
 
 
-def _fused_task(agg, key, site, avail, dk):
+def _footprint(r, g, nbytes, light, site) -> int:
+    """Bytes a fold task holds for its member ``r``: its chunk, and, for a member made by a task
+    of this site that will be inlined into the fold, what that task reads (a chunk of a
+    constant input holds nothing)."""
+    if r in light:
+        return 0
+    own = nbytes.get(r, 0)
+    if r in g.spec and r not in g.keep and g.site[r] == site:
+        own += sum(0 if x in light else nbytes.get(x, 0) for x in g.reads[r])
+    return own
+
+
+def _is_fold(node, key, site) -> bool:
+    return isinstance(node, LocalAggregate) and not isinstance(node.op, Concat) and len(node.members[(key, site)]) > 1
+
+
+def _fold_levels(g, dk, kernel, parts, site, inner, width):
+    """Fold the keys ``parts`` (partial results on ``site``) into ``dk``, ``width`` at a time:
+    a tree whose inner tasks are ``inner + (level, i)``, kept as tasks (inlined, their inputs
+    would all be read by one task again)."""
+    level = 1
+    while len(parts) > width:
+        nxt = []
+        for i in range(0, len(parts), width):
+            chunk = parts[i : i + width]
+            if len(chunk) == 1:
+                nxt.append(chunk[0])
+                continue
+            k = inner + (level, i // width)
+            g.add(k, Task(k, _fold, kernel, *map(TaskRef, chunk)), chunk, site)
+            g.keep.add(k)
+            nxt.append(k)
+        parts, level = nxt, level + 1
+    g.add(dk, Task(dk, _fold, kernel, *map(TaskRef, parts)), parts, site)
+
+
+def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
+    """The tasks computing ``key`` of a local aggregation of a join's block products on
+    ``site``: each folds ``memory.fold_pairs`` pairs of operands as it makes their products
+    (one task when the whole group fits), and a tree folds their partial sums."""
     join = agg.child
-    refs = []
+    pairs = []
     for jkey, _ in agg.members[(key, site)]:
         lk, rk = join.sources(jkey, site)
-        refs += [
-            _ref(avail, _origin_at(join.left, lk, site), site),
-            _ref(avail, _origin_at(join.right, rk, site), site),
-        ]
-    return Task(dk, _join_fold, join.op.kernel, agg.op.kernel, *map(TaskRef, refs)), refs
+        pairs.append(
+            (_ref(avail, _origin_at(join.left, lk, site), site), _ref(avail, _origin_at(join.right, rk, site), site))
+        )
+    jk, ak = join.op.kernel, agg.op.kernel
+    per = mem.fold_pairs(
+        max(_footprint(lr, g, nbytes, light, site) + _footprint(rr, g, nbytes, light, site) for lr, rr in pairs)
+    )
+    if len(pairs) <= per:
+        refs = [r for p in pairs for r in p]
+        g.add(dk, Task(dk, _join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        return
+    parts = []
+    for i in range(0, len(pairs), per):
+        refs = [r for p in pairs[i : i + per] for r in p]
+        k = inner + (0, i // per)
+        g.add(k, Task(k, _join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        g.keep.add(k)
+        parts.append(k)
+    _fold_levels(g, dk, ak, parts, site, inner, mem.fold_width(_chunk_bytes(agg.type, key)))
+
+
+def _fold_tree(g, dk, agg, key, site, avail, nbytes, light, inner):
+    """The tasks folding the members of ``key`` of a local aggregation on ``site``: one task
+    when the members (with what a member's own task reads, inlined into the fold) fit
+    ``memory.FOLD_BYTES``; else leaf tasks folding as many as fit (at least two), or, when two
+    do not, the members stay tasks of their own, streamed, and a tree folds them."""
+    refs = [_ref(avail, o, site) for _, o in agg.members[(key, site)]]
+    kernel = agg.op.kernel
+    inline = max(_footprint(r, g, nbytes, light, site) for r in refs)
+    if len(refs) * inline <= mem.FOLD_BYTES:
+        g.add(dk, Task(dk, _fold, kernel, *map(TaskRef, refs)), refs, site)
+        return
+    if mem.FOLD_BYTES // max(1, inline) < 2:  # two inlined members do not fit: each stays a task
+        g.keep.update(r for r in refs if r in g.spec)
+        own = max(0 if r in light else nbytes.get(r, 0) for r in refs)
+        _fold_levels(g, dk, kernel, refs, site, inner, mem.fold_width(own))
+        return
+    _fold_levels(g, dk, kernel, refs, site, inner, mem.fold_width(inline))
 
 
 def _join_fold(join_kernel, agg_kernel, *pairs):

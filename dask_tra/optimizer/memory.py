@@ -5,10 +5,18 @@ after the block is made), ``Rates.threads`` at a time, and frees a block once it
 ran. So while an operator streams, a site holds the blocks of the tasks running at once and the
 copies other sites sent it (kept until their readers ran): not every block it reads or makes
 there (``Cand.peak``, the resident estimate, still bounds it). A contraction's task folds the
-products of one output block as it makes them (``dask/emit.py``): it holds the operands of its
-whole group, and the site its running sums. Per-tuple maps, joins and contractions stream;
-other operators (an aggregation folding a group in one task, a concatenation, a tile) are
-counted resident. With ``Rates.threads`` 0 (unknown) every operator is counted resident.
+products of one output block as it makes them (``dask/emit.py``), in bounded groups: a task
+reads at most ``fold_pairs`` pairs of operands (``FOLD_BYTES`` of them, at least one pair), and
+a group larger than that is folded as a tree (leaf tasks of ``fold_pairs`` pairs, then their
+partial sums, ``fold_width`` at a time, as dask's ``split_every``). So a contraction's task
+holds the operands of its bounded group, and the site its running sums and the partial sums
+waiting for their fold. Per-tuple maps, joins and contractions stream; other operators (an
+aggregation, a concatenation, a tile) are counted resident (their members are made by the
+operator below, which streams; ``emit`` folds them in tasks that read at most ``FOLD_BYTES`` of
+members and of what they are made from, or two members). An operand already on the cluster
+(persisted) is not held by the plan: its blocks are read by the tasks running at once, and dask
+spills the rest as it does without dask_tra. With ``Rates.threads`` 0 (unknown) every operator
+is counted resident.
 """
 
 from __future__ import annotations
@@ -25,6 +33,20 @@ from .strategies import is_contraction
 from .symbolic import key_bytes
 
 
+FOLD_BYTES = 32 * 2**20  # the operand bytes one fold task reads at once (unless one member needs more)
+
+
+def fold_pairs(pair_bytes: int) -> int:
+    """Operand pairs one contraction task folds: as many as fit ``FOLD_BYTES``, at least one."""
+    return max(1, FOLD_BYTES // max(1, int(pair_bytes)))
+
+
+def fold_width(member_bytes: int) -> int:
+    """Members one fold task reads (a tree's fan-in, dask's ``split_every``): as many as fit
+    ``FOLD_BYTES``, at least two."""
+    return max(2, FOLD_BYTES // max(1, int(member_bytes)))
+
+
 def largest_block(t: Any) -> int:
     """Bytes of the relation's largest chunk."""
     b = key_bytes(t)
@@ -39,8 +61,7 @@ def task_bytes(node: Any) -> int:
 
 def working_set(node: Any, cand: Any, inputs: Sequence[Any], rates: Rates, s: int) -> np.ndarray:
     """Per site, the bytes held at once while ``node`` runs by ``cand`` over ``inputs`` (the
-    alternatives of its operands; for a contraction: its join's two). An operand already placed
-    on the cluster (persisted) is held whole: its blocks are in memory before the plan runs."""
+    alternatives of its operands; for a contraction: its join's two)."""
     resident = np.asarray(cand.peak, np.int64)
     threads = int(rates.threads)
     contraction = is_contraction(node)
@@ -48,15 +69,12 @@ def working_set(node: Any, cand: Any, inputs: Sequence[Any], rates: Rates, s: in
         return resident
     operands, out = sum(task_bytes(i.node) for i in inputs), largest_block(node.type)
     task = operands + out
-    if contraction:  # one task folds a group's products as it makes them: it holds all its operands
-        group = max(1, math.prod(node.child.type.frontier) // max(1, math.prod(node.type.frontier)))
-        task = group * operands + largest_block(node.child.type) + out
     held = np.full(s, cand.moved / s) if cand.site_moved is None else np.asarray(cand.site_moved, np.float64)
-    if contraction:
-        held = held + key_bytes(node.type) @ np.asarray(cand.layout, np.int64)
-    for i in inputs:
-        if i.placement is not None:
-            held = held + key_bytes(i.node.type) @ np.asarray(i.layout, np.int64)
+    if contraction:  # a task folds a bounded group's products as it makes them (``fold_pairs``)
+        group = max(1, math.prod(node.child.type.frontier) // max(1, math.prod(node.type.frontier)))
+        task = min(group, fold_pairs(operands)) * operands + largest_block(node.child.type) + out
+        # the running sums of the site's output blocks, and a tree's partial sums waiting for their fold
+        held = held + key_bytes(node.type) @ np.asarray(cand.layout, np.int64) + threads * out
     return np.minimum(resident, (threads * task + held).astype(np.int64))
 
 
