@@ -23,7 +23,7 @@ def _home(rule):
     (K.Reduce("sum", [0]), "transform", "dask_tra.tra.kernels"),
     (AK.Permute([1, 0]), "transform", "dask_tra.array.kernels"),
     (AK.Reshape([4]), "transform", "dask_tra.array.kernels"),
-    (AK.ReduceChunk("sum", [0], np.float64), "transform", "dask_tra.tra.kernels"),  # the shared reduce rule
+    (K.Reduce("sum", [0], keepdims=True, dtype=np.float64), "transform", "dask_tra.tra.kernels"),  # the frontend's
     (AK.ElementwiseOp("exp", AK.Op(np.exp), [AK.ARRAY], np.float64), "transform", "dask_tra.array.kernels"),
     (AK.Concatenate(0, [4]), "join", "dask_tra.array.kernels"),
     (AK.Triangle("tril", np.float64), "join", "dask_tra.array.kernels"),

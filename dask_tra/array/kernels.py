@@ -37,7 +37,6 @@ from ..tra.kernels import (
     first_axes,
     frozen,
     kernel_axes,
-    reduce_vjp,
     second_axes,
     with_axis,
     xp_of,
@@ -333,43 +332,6 @@ class Reshape(Kernel):
         return np.dtype(dtype)
 
 
-class ReduceChunk(Kernel):
-    """Reduce a chunk along ``axes`` with a NumPy reduction, keeping the reduced axes (extent 1)."""
-
-    def __init__(self, op, axes, dtype):
-        self.op, self.axes, self.dtype = op, tuple(sorted(axes)), np.dtype(dtype)
-        self.name = f"{op}{list(self.axes)}"
-        self.annihilates = op == "sum"
-
-    def __call__(self, chunk):
-        if masked.is_masked(chunk):
-            return _reduce_masked(self.op, self.axes, self.dtype, chunk)
-        b = backends.backend_of(chunk)
-        out = b.reduce(self.op, chunk, axis=self.axes, keepdims=True, dtype=self.dtype)
-        if b is backends.NUMPY:
-            return np.asarray(out).astype(self.dtype, copy=False)
-        return b.coerce(out, self.dtype)
-
-    def out_axes(self, frontier, axes):
-        return tuple(ChunkAxis.const(1) if i in self.axes else ax for i, ax in enumerate(axes))
-
-    def out_dtype(self, dtype):
-        return self.dtype
-
-
-def _reduce_masked(op, axes, dtype, chunk):
-    """A masked chunk's reduction (``numpy.ma``'s: masked elements skipped) as a partial whose
-    fully masked elements are absent, so that merging partials skips them."""
-    if op.startswith("nan"):
-        chunk = masked.NAMESPACE.where(np.isnan(np.ma.getdata(chunk)), np.ma.masked, chunk)
-        op = op[3:]
-    kw = {"dtype": dtype} if op in ("sum", "prod") else {}
-    out = getattr(chunk, op)(axis=axes, keepdims=True, **kw)
-    mask = np.ma.getmaskarray(out) if out is not np.ma.masked else np.ones((1,) * chunk.ndim, bool)
-    data = np.asarray(np.ma.getdata(out)).astype(dtype, copy=False).reshape(mask.shape)
-    return np.ma.MaskedArray(data, mask=mask).view(masked.MaskedPartial)
-
-
 def broadcast_axes(frontier, *axes_list):
     """NumPy broadcasting of chunk axes (right-aligned; extent-1 axes stretch)."""
     return _tra_broadcast_axes(frontier, axes_list, "broadcast")
@@ -642,9 +604,6 @@ for _op, _partials in {
     register_partials(_op, _partials)
 
 
-register_vjp(ReduceChunk, reduce_vjp)
-
-
 @register_vjp(Permute)
 def _permute_transform(node, g, x, y):
     inv = tuple(int(i) for i in np.argsort(node.kernel.perm))
@@ -772,7 +731,6 @@ __all__ = [
     "Triangle",
     "Permute",
     "Reshape",
-    "ReduceChunk",
     "ExtendedEinsum",
     "ToBackend",
     "broadcast_axes",

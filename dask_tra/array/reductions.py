@@ -33,7 +33,7 @@ from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
 from ..tra.vjp import register_partials
 from .elementwise import astype, elementwise, isnan, logical_not, not_equal
-from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, ReduceChunk, Reshape, along, dtype_of, npx
+from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, Reshape, along, dtype_of, npx
 from .creation import asarray
 from .methods import handle_out
 from .rechunk import even_chunks, rechunk_axes
@@ -85,7 +85,7 @@ def _simple(op, merge, dtype_of):
         dt = check_dtype(dtype_of(a.dtype, dtype))
         if op in ("max", "min"):
             _nonempty(a, axis, "maximum" if op == "max" else "minimum")
-        return reduction(a, axis, keepdims, lambda axes: ReduceChunk(op, axes, dt), merge)
+        return reduction(a, axis, keepdims, lambda axes: K.Reduce(op, axes, keepdims=True, dtype=dt), merge)
 
     reduce.__name__ = op
     reduce.__doc__ = f"{op} over ``axis`` (None: all), like numpy.{op}."
@@ -132,7 +132,7 @@ def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, *
     res = acc if dtype is not None or a.dtype.kind in "biu" else a.dtype
     n = _count(a, axis)
     final = ElementwiseOp(f"mean[{n}]", Op(quiet_divide), (ARRAY, n), res)  # named so: plans and task names say mean
-    return reduction(a, axis, keepdims, lambda axes: ReduceChunk("sum", axes, acc), K.add, final)
+    return reduction(a, axis, keepdims, lambda axes: K.Reduce("sum", axes, keepdims=True, dtype=acc), K.add, final)
 
 
 def quiet_divide(s, n):

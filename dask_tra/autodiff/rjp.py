@@ -31,7 +31,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from ..array.kernels import ReduceChunk
 from ..tra import Aggregate, Concat, Filter, Join, ReKey, Tile, Transform
 from ..tra import kernels as K
 from ..tra.kernels import Bound, first_axes, with_axis
@@ -166,7 +165,7 @@ def _reduction_max(node, cot, ctx):
     k = getattr(red, "kernel", None)
     if not (
         isinstance(red, Transform)
-        and isinstance(k, (ReduceChunk, K.Reduce))
+        and isinstance(k, K.Reduce)
         and getattr(k, "op", None) in ("max", "min", "amax", "amin", "nanmax", "nanmin")
         and getattr(k, "keepdims", True)
         and ctx.consumers.get(id(red)) == 1
@@ -179,7 +178,7 @@ def _reduction_max(node, cot, ctx):
     g_by = node.group_by
     dtype = x.type.dtype
     m = _argmask(Term(x, _full(x)), Term(node, g_by), dtype, "argmask")
-    ties = ReduceChunk("sum", axes, dtype)  # for its output axes: the reduced ones of extent 1
+    ties = K.Reduce("sum", axes, keepdims=True, dtype=dtype)  # for its output axes: the reduced ones of extent 1
     local = Term(
         Transform(
             m.expr,

@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import backends
+from ..backends import masked
+from ..backends.base import REDUCTIONS
 from .errors import ChunkShapeError, TRAError
 from .relation import ChunkAxis, unify_axes
 from .vjp import GradError, P, Partial, TermLike, Y, partials_for, register_partials, register_vjp
@@ -460,21 +462,30 @@ matmul = Einsum("ik,kj->ij")
 
 
 class Reduce(Kernel):
-    """Reduce a chunk along ``axes`` with an aggregator (sum/prod/max/min)."""
+    """Reduce a chunk along ``axes`` with a NumPy reduction (``backends.base.REDUCTIONS``: sum,
+    prod, max, min, any, all and their NaN-skipping forms). ``keepdims`` keeps the reduced axes
+    (extent 1), as the frontend's reductions do; ``dtype`` fixes the output dtype (default:
+    NumPy's for the reduction of the input dtype). A masked chunk (``numpy.ma``) skips its
+    masked elements and gives a partial whose fully masked elements are absent, so merging
+    partials skips them."""
 
     arity = 1
 
-    def __init__(self, op: str, axes: Iterable[int], keepdims: bool = False) -> None:
-        if op not in {"sum", "prod", "max", "min"}:
+    def __init__(self, op: str, axes: Iterable[int], keepdims: bool = False, dtype: Any = None) -> None:
+        if op not in REDUCTIONS:
             raise TRAError(f"Reduce: unknown reduction {op!r}")
         self.op, self.axes, self.keepdims = op, tuple(sorted(axes)), keepdims
+        self.dtype = None if dtype is None else np.dtype(dtype)
         self.name = f"{op}{list(self.axes)}"
+        self.annihilates = op == "sum"
 
     def __call__(self, chunk: Any) -> Any:
+        if masked.is_masked(chunk):
+            return _reduce_masked(self.op, self.axes, self.keepdims, self.out_dtype(chunk.dtype), chunk)
         b = backends.backend_of(chunk)
-        out = getattr(b.xp, self.op)(chunk, axis=self.axes, keepdims=self.keepdims)
+        out = b.reduce(self.op, chunk, axis=self.axes, keepdims=self.keepdims, dtype=self.dtype)
         if b is backends.NUMPY:
-            return out
+            return out if self.dtype is None else np.asarray(out).astype(self.dtype, copy=False)
         return b.coerce(out, self.out_dtype(b.dtype_of(chunk)))
 
     def out_axes(self, frontier: tuple, axes: Sequence[ChunkAxis]) -> tuple:
@@ -487,17 +498,28 @@ class Reduce(Kernel):
         )
 
     def out_dtype(self, dtype: Any) -> np.dtype:
-        return np.sum(np.zeros(1, dtype)).dtype if self.op in ("sum", "prod") else np.dtype(dtype)
+        if self.dtype is not None:
+            return self.dtype
+        if self.op in ("any", "all"):
+            return np.dtype(bool)
+        if self.op in ("sum", "prod", "nansum", "nanprod"):
+            return np.sum(np.zeros(1, dtype)).dtype
+        return np.dtype(dtype)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Reduce) and (other.op, other.axes, other.keepdims) == (
-            self.op,
-            self.axes,
-            self.keepdims,
-        )
 
-    def __hash__(self) -> int:
-        return hash(("reduce", self.op, self.axes, self.keepdims))
+def _reduce_masked(op: str, axes: tuple, keepdims: bool, dtype: np.dtype, chunk: Any) -> Any:
+    """A masked chunk's reduction (``numpy.ma``'s: masked elements skipped) as a partial whose
+    fully masked elements are absent, so that merging partials skips them."""
+    if op.startswith("nan"):
+        chunk = masked.NAMESPACE.where(np.isnan(np.ma.getdata(chunk)), np.ma.masked, chunk)
+        op = op[3:]
+    kw = {"dtype": dtype} if op in ("sum", "prod") else {}
+    out = getattr(chunk, op)(axis=axes, keepdims=True, **kw)
+    mask = np.ma.getmaskarray(out) if out is not np.ma.masked else np.ones((1,) * chunk.ndim, bool)
+    data = np.asarray(np.ma.getdata(out)).astype(dtype, copy=False).reshape(mask.shape)
+    if not keepdims:
+        data, mask = np.squeeze(data, axis=axes), np.squeeze(mask, axis=axes)
+    return np.ma.MaskedArray(data, mask=mask).view(masked.MaskedPartial)
 
 
 class Custom(Kernel):
@@ -860,7 +882,7 @@ def _dextremum(keepdims: bool, axes: tuple, dtype: np.dtype, gc: Any, dc: Any) -
 
 @register_vjp(Reduce)
 def reduce_vjp(node: Any, g: TermLike, x: TermLike, y: TermLike) -> TermLike:
-    """Chunk reductions (the TRA's ``Reduce``; the frontend's ``ReduceChunk``, keepdims)."""
+    """Chunk reductions (``Reduce``: the TRA's, and the frontend's with ``keepdims``)."""
     k = node.kernel
     op, axes = k.op, tuple(k.axes)
     keepdims = getattr(k, "keepdims", True)
