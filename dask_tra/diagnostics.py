@@ -55,10 +55,24 @@ class measure:
 
     ``m.seconds``: the block's wall time. Each RelArray's ``explain()`` shows the measured bytes
     and time too when it was the only plan computed in the block.
+
+    ``measure(memory=True)`` measures memory too (the worker plugin of ``dask/memory.py``,
+    installed by the first such measure): ``m.memory`` is, per worker, its peak managed memory
+    (``peak_bytes``: task results held in RAM), its peak process memory and that peak above the
+    process memory it had when the block began (``process_bytes_above_start``: what the block's
+    tasks added, temporaries inside a task included), and bytes spilled; ``m.peak_memory`` and
+    ``m.process_memory`` the busiest worker's two peaks (the latter above its start), next to
+    ``m.predicted_peak_memory``, the busiest site's peak of the plans built inside (the
+    largest). The prediction is an upper bound of what the plan's tasks hold at once, made
+    inside tasks or held between them; managed memory sees only what is held between tasks, so
+    ``process_memory`` is the number to compare it with (``docs/reliability.md``).
     """
 
-    def __init__(self, client=None):
+    def __init__(self, client=None, memory=False):
         self.client = client
+        self.measure_memory = memory
+        self.memory = None  # per worker, with ``memory=True``: its peaks (``dask/memory.py: peaks``)
+        self.peak_memory = self.process_memory = None
         self.explains = []
         self.computed = []
         self.owned = {}  # collection name -> the report of its last graph
@@ -82,6 +96,10 @@ class measure:
         # Planning never calibrates (``dask.rates``): no task but the block's own runs inside it.
         # A ``dask_tra.calibrate()`` called inside counts in ``other_bytes`` (its keys are no plan's).
         self.marks = self.client.run(_log_mark)
+        if self.measure_memory:
+            from .dask import memory
+
+            self.memory_start = memory.reset(self.client)
         _ACTIVE.append(self)
         self.started = time.perf_counter()
         return self
@@ -105,20 +123,47 @@ class measure:
         self.bytes_moved = sum(r[0] for r in rows.values())
         self.other_bytes = sum(r[2] for r in rows.values())
         self.complete = all(r[1] for r in rows.values()) and set(rows) == set(self.marks)
+        if self.measure_memory:
+            self._read_memory()
         if len(self.explains) == 1:
             self.explains[0].measured_bytes = self.bytes_moved
             self.explains[0].measured_seconds = self.seconds
             self.explains[0].measured_gather = any(e is self.explains[0] for e in self.computed)
         return False
 
+    def _read_memory(self):
+        from .dask import memory
+
+        rows = memory.peaks(self.client)
+        for w, r in rows.items():
+            start = (self.memory_start.get(w) or {}).get("peak_process_bytes")
+            peak = r.get("peak_process_bytes")
+            r["process_bytes_above_start"] = None if start is None or peak is None else max(0, peak - start)
+        self.memory = rows
+        self.peak_memory = max((r["peak_bytes"] for r in rows.values()), default=None)
+        above = [r["process_bytes_above_start"] for r in rows.values() if r["process_bytes_above_start"] is not None]
+        self.process_memory = max(above, default=None)
+
+    @property
+    def predicted_peak_memory(self):
+        """The busiest site's predicted peak over the plans built inside (None without a plan)."""
+        peaks = [max(e.predicted_peak_memory.values(), default=0) for e in self.explains]
+        return max(peaks, default=None)
+
     @property
     def plan_bytes(self):
         return None if self.bytes_moved is None else self.bytes_moved - self.other_bytes
 
     def __repr__(self):
+        memory = ""
+        if self.memory is not None:
+            memory = (
+                f", peak_memory={self.peak_memory}, process_memory={self.process_memory}, "
+                f"predicted_peak_memory={self.predicted_peak_memory}"
+            )
         return (
             f"measure(bytes_moved={self.bytes_moved}, predicted_bytes={self.predicted_bytes}, "
-            f"other_bytes={self.other_bytes})"
+            f"other_bytes={self.other_bytes}{memory})"
         )
 
 

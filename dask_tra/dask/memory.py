@@ -24,9 +24,12 @@ at every task transition, so a peak that lasts one transition is seen):
 - ``peak_spilled_bytes``: the most bytes on disk at once (``sizeof`` of the spilled values,
   ``SpillBuffer.spilled_total.memory``).
 - ``peak_managed_bytes``: the most managed memory, in RAM or spilled (``worker.state.nbytes``).
-- ``peak_process_bytes``: the most resident memory of the worker process seen (sampled at
-  transitions at most every ``RSS_INTERVAL_S``; None where psutil is missing). Unmanaged memory
-  (allocator caches, a task's temporaries) shows here only.
+- ``peak_process_bytes``: the most resident memory of the worker process: on Linux the kernel's
+  own high-water mark (``VmHWM`` in ``/proc/self/status``, reset at the window's start by writing
+  5 to ``/proc/self/clear_refs``), so a peak inside a task is never missed; elsewhere sampled at
+  transitions at most every ``RSS_INTERVAL_S`` (None where psutil is missing). Unmanaged memory
+  (allocator caches, a task's temporaries) shows here only. In-process workers share one
+  process: each reports the process's peak.
 - ``transitions``: transitions seen in the window.
 
 Between transitions (a long task), a periodic callback samples the process's memory every
@@ -97,6 +100,19 @@ class MemoryPeaks(WorkerPlugin):
         total = getattr(self.worker.data, "spilled_total", None)
         return int(getattr(total, "memory", 0) or 0)
 
+    def _hwm(self) -> int | None:
+        """The process's peak resident memory since the window began (Linux), or None."""
+        if not self.hwm:
+            return None
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return None
+
     def _rss(self) -> int | None:
         if self._proc is None:
             return None
@@ -116,6 +132,12 @@ class MemoryPeaks(WorkerPlugin):
         self.peak_bytes = self._fast()
         self.peak_managed = int(self.worker.state.nbytes)
         self.peak_on_disk = self._on_disk()
+        try:  # reset the kernel's high-water mark of resident memory (Linux)
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.hwm = True
+        except OSError:
+            self.hwm = False
         self.peak_rss = self._rss()
         self.rss_read = time.monotonic()
         self.transitions = 0
@@ -132,6 +154,9 @@ class MemoryPeaks(WorkerPlugin):
             on_disk = self._on_disk()
             if on_disk > self.peak_on_disk:
                 self.peak_on_disk = on_disk
+        hwm = self._hwm()
+        if hwm is not None and (self.peak_rss is None or hwm > self.peak_rss):
+            self.peak_rss = hwm
         if self._proc is not None:
             now = time.monotonic()
             if now - self.rss_read >= RSS_INTERVAL_S:
@@ -201,11 +226,14 @@ def _report(dask_worker):
     return None if plugin is None else plugin.report()
 
 
-def reset(client, workers=None) -> None:
-    """Start a window on every worker (or ``workers``): the peaks restart from what each holds now."""
+def reset(client, workers=None) -> dict:
+    """Start a window on every worker (or ``workers``): the peaks restart from what each holds
+    now. Returns each worker's numbers at the start ({address: row}, as ``peaks``): what it held
+    then, e.g. its process memory, the baseline of a measurement."""
     ensure_installed(client)
     client._dask_tra_memory_window = window = uuid.uuid4().hex
-    client.run(_reset, window, workers=workers, on_error="ignore")
+    rows = client.run(_reset, window, workers=workers, on_error="return")
+    return {w: r for w, r in rows.items() if isinstance(r, dict)}
 
 
 def peaks(client, workers=None) -> dict:
