@@ -1,6 +1,10 @@
 """dask_tra settings, kept in dask's config under ``dask_tra.*``.
 
-- ``sites``: how many sites plans use when no distributed Client is active (default 4).
+- ``sites``: how many sites plans use when no distributed Client is active. None (the default):
+  one, the local plan: on dask's threaded or synchronous scheduler nothing moves between
+  threads, so each operator gets its one local plan with no search, and ``explain()`` says so
+  ("local plan (threaded scheduler): nothing moves"). A number plans for that many sites, as a
+  cluster of that size would run it (``explain()`` then predicts what a cluster would move).
 - ``backend``: chunk library for creation and random functions: "numpy" (default), "cupy" or
   "torch" (read when an array is created; ``from_array`` keeps its input's library).
 - ``device``: where created chunks go (None: the library's default on the worker; torch:
@@ -34,7 +38,7 @@ import dask.config
 from .optimizer.cost import Rates
 
 DEFAULTS = {
-    "sites": 4,
+    "sites": None,
     "backend": "numpy",
     "device": None,
     "memory_limit": None,

@@ -64,7 +64,7 @@ def test_repr_and_visualize_graph(ab):
     a, b = ab
     z = dt.from_array(a, chunks=(5, 4)) @ dt.from_array(b, chunks=(4, 3))
     assert "tra_ops=2" in repr(z) and "shape=(23, 11)" in repr(z)
-    with dt.config.set(force="cmm"):  # partial products, then their aggregation: two stages
+    with dt.config.set(force="cmm", sites=4):  # partial products, then their aggregation: two stages
         layers = list((dt.from_array(a, chunks=(5, 4)) @ dt.from_array(b, chunks=(4, 3))).dask.layers)
     assert any(n.startswith("matmul-partial-") for n in layers)
     assert z.__dask_keys__()[0][0] == (z.name, 0, 0)

@@ -149,10 +149,13 @@ def test_xarray_pipeline_fits_one_screen():
         anomaly = t.groupby(month) - t.groupby(month).mean()
         tc = ds.time - ds.time.mean()
         trend = xr.dot(anomaly, tc, dim="time") / float((tc**2).sum()) * 120
-        report = trend.data.explain()
+        local = str(trend.data.explain())  # no Client: the local plan, nothing moves
+        with dt.config.set(sites=4):  # as a 4-worker cluster would run it
+            report = trend.data.explain()
         text = str(report)
         full = str(report.view(full=True))
         algebra = str(report.view(detail="algebra"))
+    assert len(local.splitlines()) <= 40 and local.startswith("dask_tra local plan"), local
     assert len(text.splitlines()) <= 40, text
     assert re.search(r"× 12\b", text)  # the 12 months' climatology, once
     _no_jargon(text)

@@ -17,6 +17,7 @@ import uuid
 from dask.array.svg import draw_sizes, grid_points, svg_grid, text_style
 
 from ..optimizer.blocks import LIMIT, BlockGrid
+from ..dask.collection import local_words
 from ..dask.rates import rate_sources
 from ..optimizer.explain import Explain, register_html
 
@@ -180,6 +181,7 @@ def explain_of(collection, sites=None, detail=None, full=None) -> Explain:
         report.workers = tuple(workers)  # a fact of this plan: it was made for these workers
     if where is not None:
         report.rates_from = rates_in_words(rate_sources(where))
+        local_words(report, where)
     return report.view(detail, full)
 
 

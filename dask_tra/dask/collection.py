@@ -50,10 +50,17 @@ class Planned:
     def report(self) -> Explain:
         """The plan's report (made when asked for: computing needs none of it)."""
         if self.moved is None:
-            return self.plan.explain
+            return local_words(self.plan.explain, self.where)
         if self.explain is None:
-            self.explain = exact_bytes(self.plan.explain, self.moved)
+            self.explain = exact_bytes(local_words(self.plan.explain, self.where), self.moved)
         return self.explain
+
+
+def local_words(explain: Explain, where) -> Explain:
+    """``explain`` of a local plan says so (the scheduler that runs it; nothing moves)."""
+    if getattr(where, "local", "") and not explain.local:
+        explain.local = where.local  # a fact of this plan: it was made for a local scheduler
+    return explain
 
 
 def exact_bytes(explain: Explain, moved: int) -> Explain:
@@ -436,6 +443,7 @@ def plan_cache_key(where, placements):
     return (
         where.count,
         where.workers,
+        where.local,
         repr(config.get("force")),
         config.get("keep"),
         where.memory_limit,

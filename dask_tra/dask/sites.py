@@ -1,4 +1,6 @@
-"""Sites are workers: with an active distributed Client, one site per worker (sorted by address)."""
+"""Sites are workers: with an active distributed Client, one site per worker (sorted by address);
+without one, the local schedulers' one site (nothing moves between threads), or the count set in
+``config`` (``sites``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ class Sites:
     memory_limit: int | None
     client: object = None
     threads: int = 0  # the most tasks a worker runs at once (its thread count); 0: unknown
+    local: str = ""  # the local plan: the scheduler that runs it ("threaded scheduler"); "": sites were asked for
 
     def site_of(self, address) -> int:
         return self.workers.index(address)
@@ -39,9 +42,25 @@ def in_event_loop(client) -> bool:
         return False
 
 
+def local_scheduler() -> str:
+    """The local scheduler that runs a graph computed now, in words: dask's ``scheduler`` setting,
+    else the threaded scheduler (a RelArray's default, as dask.array's)."""
+    import dask
+
+    name = dask.config.get("scheduler", None)
+    if name is None or name in ("threads", "threading"):
+        return "threaded scheduler"
+    if name in ("sync", "synchronous", "single-threaded"):
+        return "synchronous scheduler"
+    if name in ("processes", "multiprocessing"):
+        return "processes scheduler"
+    return "local scheduler"
+
+
 def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
     """Sites for planning now: an explicit count, else the active Client's workers (``info``:
-    their ``scheduler_info()["workers"]`` when already fetched), else config.
+    their ``scheduler_info()["workers"]`` when already fetched), else the count set in config,
+    else one site: the local plan (nothing moves between a local scheduler's threads).
 
     For GPU chunks (``backends`` holds "cupy", or a CUDA ``device`` is configured) the sites are
     the workers with a GPU resource, and the per-site limit is the smaller of host and GPU memory.
@@ -65,4 +84,8 @@ def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
             limit = gpu.site_memory_limit(limit, backends, client, glimit, device, info)
             threads = max((w.get("nthreads") or 0 for w in info.values()), default=0)
             return Sites(len(workers), workers, limit, client, threads)
-    return Sites(int(config.get("sites")), None, gpu.site_memory_limit(limit, backends, None, glimit, device))
+    limit = gpu.site_memory_limit(limit, backends, None, glimit, device)
+    count = config.get("sites")
+    if count is None:
+        return Sites(1, None, limit, local=local_scheduler())
+    return Sites(int(count), None, limit)

@@ -226,6 +226,7 @@ class Explain:
     full: bool = False  # every step and alternative, not only the steps that move data
     workers: tuple = ()  # each site's worker (dask addresses on a Client); empty: "worker 0", ...
     rates_from: str = "the rates in use"  # where the time objective's rates came from, in words
+    local: str = ""  # a local plan (no Client, no sites set): the scheduler that runs it, in words
     # limit -> the picture's ``blocks.BlockGrid``s (who holds each block), read from the plan on request
     grids: Callable | None = field(default=None, repr=False, compare=False)
 
@@ -333,6 +334,8 @@ class Explain:
         )
 
     def _dask(self, full: bool) -> str:
+        if self.local:
+            return self._local(full)
         peak = max(self.predicted_peak_memory.values(), default=0)
         tasks = f", {self.breakdown['tasks']} tasks" if self.breakdown else ""
         lines = [
@@ -377,14 +380,47 @@ class Explain:
             )
         return "\n".join(lines)
 
+    def _local(self, full: bool) -> str:
+        """A local plan: nothing moves between a local scheduler's threads, so no step's
+        strategy is a choice; the text gives the tasks, memory and time."""
+        peak = max(self.predicted_peak_memory.values(), default=0)
+        tasks = f", {self.breakdown['tasks']} tasks" if self.breakdown else ""
+        lines = [
+            f"dask_tra local plan ({self.local}): nothing moves{tasks}",
+            f"  memory: {fmt_bytes(peak)} at most (predicted)",
+        ]
+        if self.measured_seconds is not None:
+            lines.append(f"  measured: {self.measured_seconds:.3g} s (dask_tra.diagnostics.measure)")
+        if full:
+            b = self.breakdown
+            if b:
+                lines.append(
+                    f"  time:   {b['total_s']:.3g} s estimated: {b['scheduling_s']:.3g} s scheduling {b['tasks']} tasks"
+                    f" + {b['compute_s']:.3g} s computing, from {self.rates_from}"
+                )
+            words = [f"  {op.label or op.kind} ({op.kind}: {op.strategy})" for op in self.operators]
+            lines.extend(["steps:", *words] if words else [])
+        elif self.operators:
+            names = sorted({op.label or op.kind for op in self.operators})
+            listed = ", ".join(names[:6]) + (", …" if len(names) > 6 else "")
+            n = len(self.operators)
+            lines.append(f"{n} step{'s' if n > 1 else ''}, {'none moves' if n > 1 else 'it moves nothing'} ({listed})")
+        lines.extend(self.notes)
+        if not full:
+            lines.append('every step: .view(full=True); in the algebra\'s terms: .view(detail="algebra")')
+        return "\n".join(lines)
+
     # ------------------------------------------------------------ the papers' words
 
     def _algebra(self, full: bool) -> str:
+        peak = fmt_bytes(max(self.predicted_peak_memory.values(), default=0))
         lines = [
-            f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
+            f"TRA local plan ({self.local}) on 1 site: nothing moves, peak {peak}"
+            if self.local
+            else f"TRA plan on {self.sites} sites: predicted {fmt_bytes(self.predicted_bytes)} moved"
             + f" (+{fmt_bytes(self.gather_bytes)} to gather the result on compute)"
             + ("" if self.measured_bytes is None else f", measured {fmt_bytes(self.measured_bytes)}")
-            + f", peak {fmt_bytes(max(self.predicted_peak_memory.values(), default=0))} per site"
+            + f", peak {peak} per site"
         ]
         if self.breakdown:
             b = self.breakdown
