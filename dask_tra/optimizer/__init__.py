@@ -1,8 +1,10 @@
 """The optimizer: compile TRA expressions into IA plans by cost-based search, and explain them.
 
 No Dask here. Entry points: ``plan(expr, sites)`` and ``plan_many(exprs, sites)``. The
-search costs every candidate in closed form from layouts (``symbolic``, ``candidates``);
-the chosen plan's IA nodes are built once, on first use of ``Plan.root`` (``build``).
+search costs every candidate in closed form from layouts (``symbolic``, ``candidates``); on
+one site nothing moves and there is nothing to search: each operator gets its one local plan
+directly (``local``). The chosen plan's IA nodes are built once, on first use of ``Plan.root``
+(``build``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .memory import held_for_readers, largest_block, working_set
+from .local import plan_local
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
 from .search import (
     Alt,
@@ -140,7 +143,17 @@ def plan_many(
     exact, loose = cache.keys(digest, inputs, placements, settings)
     hit = cache.get(exact)
     found = _replay(hit, order) if hit is not None else None
-    if found is None and cache.get(loose) is not None:
+    local = sites == 1 and force is None  # nothing moves: no choice to search (``local``)
+    if found is None and local:
+        check_blocks(order)
+        made = plan_local(exprs, placements, rates, memory_limit, order)
+        if made is not None:  # else an operator is over the memory limit: the search explains it
+            alts, cost, cands = made
+            if memory_limit is not None and rates.threads and cost.max_peak > memory_limit:
+                _refuse_held(alts, cost, memory_limit, sites)
+            cache.put(exact, _template(alts, cost, cands, {}, order))
+            found = alts, cost, cands
+    if found is None and not local and cache.get(loose) is not None:
         recosted = _recost(cache.get(loose), order, sites, placements, rates, memory_limit)
         if recosted is not None:
             roots, cost, cands, seen = recosted

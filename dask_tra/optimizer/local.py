@@ -1,0 +1,252 @@
+"""The local plan: one site, nothing moves (dask's threaded and synchronous schedulers).
+
+On one site every strategy of an operator moves nothing and computes the same flops; the
+strategies differ only in the IA operators they build. There is no choice to search, so
+``plan_local`` gives each operator the strategy the search ranks first on one site (the
+``strategies.PREFERENCE`` order): a contraction makes each block product where its right block
+is and sums the products of an output block in one task (``bmm``, its left input "broadcast" to
+the one site), a join co-partitions (``copart``, or ``bcast-left`` for a cross product), an
+aggregation and a per-tuple map run in place (``local``), a registered operator (``operators``)
+takes its own first strategy. Each is costed exactly, in closed form (``local_cand``): every
+block at site 0, no byte moved, the operator's flops, one task per result block it makes (none
+for a per-tuple map: emission fuses it into its reader); emission fuses maximally as always.
+
+Cost: one strategy per operator, no candidate search (``search.candidates`` is never called),
+each costed in a few vectorised passes over the operator's blocks (its one-site layout
+column). ``tests/test_local_plans.py`` checks every closed form against the search's own
+costing on one site, and the plan's cost against the searched plan's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tra import expr as tra
+from ..tra.dag import walk_many
+from ..tra.errors import TRAError
+from . import operators
+from .cost import Cost, Rates, combine_terms, measure_terms
+from .memory import held_for_readers
+from .search import Alt, chosen, combine, fused_joins, input_alt, inputs_of, kind_of, views_of
+from .strategies import PREFERENCE
+from .symbolic import (
+    Cand,
+    cell_flops,
+    gather,
+    held,
+    key_bytes,
+    placing_sites,
+    present_keys,
+    reduce_to,
+    sparse_products,
+)
+
+_CONTRACTIONS = ("matmul", "einsum", "contraction")
+
+
+def column(t) -> np.ndarray:
+    """Every block of relation type ``t`` on site 0: its one-site layout (holes have none)."""
+    return held(np.ones((math.prod(t.frontier), 1), bool), t)
+
+
+def _nbytes(t, layout=None) -> np.ndarray:
+    """Bytes of ``t``'s blocks that ``layout`` puts on the site; all of them when None (every
+    present block: the one-site ``column``)."""
+    return np.array([t.nbytes], np.int64) if layout is None else key_bytes(t) @ layout
+
+
+def _elements(t) -> np.ndarray:
+    return np.array([float(t.elements())])
+
+
+def local_cand(node, kind: str, views) -> tuple[str, Cand]:
+    """(strategy, its exact costing on one site) for ``node`` over its inputs' ``views``
+    (``search.views_of``); the same numbers as ``search.candidates(..., s=1, only=strategy)``."""
+    if kind in _CONTRACTIONS:
+        name, cand = "bmm", _contraction(node, *views)
+    elif isinstance(node, tra.Join):
+        name, cand = _join(node, *views)
+    elif isinstance(node, tra.Aggregate):
+        name, cand = "local", _aggregate(node, views[0])
+    elif (op := operators.lookup(node)) is not None:
+        made = op.costs(node, *views, 1, None)
+        name = min(made, key=lambda n: (PREFERENCE.index(n) if n in PREFERENCE else len(PREFERENCE), n))
+        cand = made[name]
+    elif isinstance(node, tra.TupleMap):
+        name, cand = "local", _per_tuple(node, views[0])
+    else:
+        raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
+    cand.layout = held(cand.layout, node.type)
+    cand.terms = measure_terms(node, cand, views)
+    return name, cand
+
+
+def _contraction(agg, left, right) -> Cand:
+    """``bmm`` broadcasting the left input: products where the right blocks are, each output
+    block's products summed in one task (``candidates.contraction`` with one site)."""
+    join, g = agg.child, agg.group_by
+    outf = agg.type.frontier
+    rpos = [join.right_out[d] for d in range(right.type.key_arity)]
+    rlay = column(right.type)
+    if join.type.keys is not None:
+        jk = present_keys(join.type)
+        partial, flops = sparse_products(join, g, outf, np.zeros(len(jk), np.int64), 1)
+    else:
+        keep = [d for d in range(len(rpos)) if rpos[d] in g]
+        partial = reduce_to(rlay, right.type.frontier, keep, outf, [g.index(rpos[d]) for d in keep])
+        flops = np.array([cell_flops(join, rpos, right.type.frontier).sum()])
+    dense = join.type.keys is None and agg.type.keys is None
+    site_in = _nbytes(left.type) + _nbytes(right.type)
+    return Cand(
+        partial,
+        0,
+        left.type.elements(),  # the paper's broadcast: every left float to the one site
+        site_in + _nbytes(agg.type, None if dense else partial),
+        flops,
+        int(partial.sum()),
+        [column(left.type), rlay],
+        {"bside": "left", "aggregate": "local", "steps": []},
+        np.zeros(1, np.int64),
+        np.zeros(1),
+    )
+
+
+def _join(join, left, right) -> tuple[str, Cand]:
+    """``copart`` (``bcast-left`` for a join with no join keys), as ``candidates.join_alone``."""
+    outf = join.type.frontier
+    lay, rlay = column(left.type), column(right.type)
+    if join.left_keys:
+        name, paper = "copart", 0
+        layout = np.ones((math.prod(outf), 1), bool)
+    else:
+        name, paper = "bcast-left", left.type.elements()
+        rpos = [join.right_out[d] for d in range(right.type.key_arity)]
+        layout = gather(rlay, right.type.frontier, rpos, outf)
+    sites = placing_sites(layout)
+    ok = sites >= 0
+    flops = np.array([cell_flops(join, list(range(len(outf))), outf)[ok].sum()])
+    site_in = _nbytes(left.type) + _nbytes(right.type)
+    return name, Cand(
+        layout,
+        0,
+        paper,
+        site_in + _nbytes(join.type, None if join.type.keys is None else layout),
+        flops,
+        int(layout.sum()),
+        [lay, rlay],
+        {"steps": []},
+        np.zeros(1, np.int64),
+        np.zeros(1),
+    )
+
+
+def _aggregate(agg, child) -> Cand:
+    """``local``: every group summed where it is, one task per result block
+    (``candidates.aggregate_alone`` with one site)."""
+    f, outf = child.type.frontier, agg.type.frontier
+    base = column(child.type)
+    if child.free:  # an input aggregated where it is made: one task per result block
+        out = np.ones((math.prod(outf), 1), bool)
+        return Cand(
+            out,
+            0,
+            0,
+            _nbytes(child.type) + _nbytes(agg.type),
+            _elements(child.type),
+            int(out.sum()),
+            [base],
+            {"steps": []},
+        )
+    dense = child.type.keys is None
+    if dense:
+        partial = np.ones((math.prod(outf), 1), bool)
+    else:
+        partial = reduce_to(base, f, list(agg.group_by), outf, list(range(len(agg.group_by))))
+    return Cand(
+        partial,
+        0,
+        0,
+        _nbytes(agg.type, None if dense and agg.type.keys is None else partial),
+        _elements(child.type),
+        int(partial.sum()),
+        [base],
+        {"steps": []},
+    )
+
+
+def _per_tuple(node, child) -> Cand:
+    """``local``: a tuple map runs where its input is, fused into its reader (no task)."""
+    flops = node.flops * _elements(child.type) if node.flops else np.zeros(1)
+    peak = _nbytes(child.type) + _nbytes(node.type)
+    return Cand(column(node.type), 0, 0, peak, flops, 0, [column(child.type)], {})
+
+
+def plan_local(roots, placements, rates: Rates, memory_limit: int | None, order=None):
+    """The local plan of ``roots``: (their Alts, the exact Cost, {id(alt): Cand}); None when an
+    operator's working set exceeds ``memory_limit`` (the search then decides, and explains a
+    refusal). ``order``: the nodes in ``walk_many`` order, when already walked."""
+    order = walk_many(roots) if order is None else order
+    fused = fused_joins(order)
+    alts: dict[int, Alt] = {}
+    cands: dict[int, Cand] = {}
+    for node in order:
+        if id(node) in fused:
+            continue
+        if isinstance(node, tra.Input):
+            alts[id(node)] = input_alt(node, 1, placements or {})
+            continue
+        kind = kind_of(node)
+        combo = tuple(alts[id(c)] for c in inputs_of(node, kind))
+        name, cand = local_cand(node, kind, views_of(combo))
+        alt = combine(node, name, cand, combo, rates)
+        if memory_limit is not None and alt.peak.max() > memory_limit:
+            return None
+        alt.table = {name: (alt.bytes, alt.seconds)}
+        alts[id(node)] = alt
+        cands[id(alt)] = cand
+    made = tuple(alts[id(r)] for r in roots)
+    return made, local_cost(made, cands, rates), cands
+
+
+def local_cost(roots, cands, rates: Rates) -> Cost:
+    """The exact cost of a local plan (what ``final_costs`` sums on one site, with no re-costing:
+    nothing moves, so no operator's copies change another's cost)."""
+    tasks = paper = 0
+    flops = np.zeros(1)
+    terms: dict[str, float] = {}
+    every = chosen(roots)
+    for alt in every:
+        cand = cands.get(id(alt))
+        if cand is None:
+            continue
+        tasks += cand.tasks
+        paper += cand.paper
+        flops = flops + cand.flops
+        terms = combine_terms(terms, (cand.terms,))
+    if cands:
+        peak = np.zeros(1, np.int64)
+        for a in roots:
+            np.maximum(peak, np.asarray(a.peak, np.int64), out=peak)
+        if rates.threads:  # streamed: results read at different times are held meanwhile
+            peak = peak + held_for_readers(every, 1)[0]
+    else:  # a plan that is just placed inputs
+        peak = np.zeros(1, np.int64)
+        for a in roots:
+            peak = np.maximum(peak, key_bytes(a.node.type) @ a.layout)
+    zero = np.zeros(1)
+    return Cost(
+        0,
+        {0: int(peak[0])},
+        paper,
+        tasks,
+        (float(flops[0]),),
+        rates.seconds(0, tasks, flops, zero, terms, zero),
+        (0.0,),
+        (0.0,),
+        terms,
+    )
+
+
+__all__ = ["plan_local", "local_cand", "local_cost", "column"]

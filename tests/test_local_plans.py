@@ -1,0 +1,193 @@
+"""The local plan: with no Client and no sites set, one site, nothing moves, no candidate search.
+
+Counts, not clocks: planning costs no candidate (``search.candidates`` and the costings behind
+it are never called), each operator's closed-form costing equals the search's own on one site,
+and with ``config.set(sites=4)`` the multi-site plan comes back as before.
+"""
+
+import sys
+
+import dask
+import numpy as np
+import pytest
+
+import dask_tra as dt
+from dask_tra.array.testing import assert_eq
+from dask_tra.optimizer import MemoryLimitError, cache, final_costs, plan_many
+from dask_tra.optimizer.cost import Rates
+from dask_tra.optimizer.local import local_cand, plan_local
+from dask_tra.optimizer.search import candidates, chosen, kind_of, views_of
+
+from test_block_sparse import A_KEYS, B_KEYS, CHUNKS_A, CHUNKS_B, blocks_of, dense_of
+
+S = sys.modules["dask_tra.optimizer.search"]  # the module (``optimizer.search`` is also its function)
+C = sys.modules["dask_tra.optimizer.candidates"]
+O = sys.modules["dask_tra.optimizer"]
+
+
+@pytest.fixture
+def costings(monkeypatch):
+    """Counts every candidate costing (the search's and the final re-costing's) by kind."""
+    calls = {}
+
+    def counted(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    for name in ("contraction", "join_alone", "aggregate_alone", "per_tuple"):
+        monkeypatch.setattr(C, name, counted(name, getattr(C, name)))
+    monkeypatch.setattr(S, "plan_node", counted("plan_node", S.plan_node))
+    monkeypatch.setattr(S, "candidates", counted("candidates", S.candidates))
+    monkeypatch.setattr(O, "_candidates", counted("candidates", O._candidates))
+    return calls
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(35)
+    a, b = rng.standard_normal((23, 17)), rng.standard_normal((17, 11))
+    x, y = dt.from_array(a, chunks=((5, 7, 6, 5), (4, 4, 9))), dt.from_array(b, chunks=((4, 4, 9), (3, 8)))
+    return a, b, x, y
+
+
+def expression(x, y):
+    """Elementwise, reductions and matmuls, with a slice and a transpose."""
+    return ((x * 2 + 1) @ y).sum(0) + (x.T[:11, :] @ x).mean() - abs(y).max(axis=0)
+
+
+def reference(a, b):
+    return ((a * 2 + 1) @ b).sum(0) + (a.T[:11, :] @ a).mean() - abs(b).max(axis=0)
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_no_client_plans_locally_with_no_candidate_costing(arrays, costings, scheduler):
+    a, b, x, y = arrays
+    cache.clear()
+    z = expression(x, y)
+    plan, where = z.planned()
+    assert where.count == 1 and plan.sites == 1 and where.local == "threaded scheduler"
+    assert costings == {}  # not one candidate costed, neither by the search nor by the final costing
+    assert plan.cost.bytes_moved == 0 and plan.cost.tasks > 0
+    np.testing.assert_allclose(z.compute(scheduler=scheduler), reference(a, b), rtol=1e-12)
+    (r,) = dask.compute(z, scheduler=scheduler)
+    np.testing.assert_allclose(r, reference(a, b), rtol=1e-12)
+    assert costings == {}
+
+
+def test_one_costing_per_operator(arrays, costings, monkeypatch):
+    _, _, x, y = arrays
+    made = []
+    real = sys.modules["dask_tra.optimizer.local"].local_cand
+    monkeypatch.setattr(sys.modules["dask_tra.optimizer.local"], "local_cand", lambda *a: made.append(1) or real(*a))
+    cache.clear()
+    plan, _ = expression(x, y).planned()
+    operators = [alt for alt in chosen(plan.alts) if alt.inputs]
+    assert len(made) == len(operators) and costings == {}
+    assert all(len(alt.table) == 1 for alt in operators)  # one strategy each: nothing was compared
+
+
+def test_explain_says_local(arrays):
+    _, _, x, y = arrays
+    z = expression(x, y)
+    text = str(z.explain())
+    assert text.startswith("dask_tra local plan (threaded scheduler): nothing moves")
+    assert "between workers" not in text and "broadcast" not in text and "workers" not in text.split("\n")[0]
+    assert "local plan (threaded scheduler) on 1 site: nothing moves" in z.explain(detail="algebra").text()
+    assert "steps:" in z.explain(full=True).text()
+    z.compute()
+    assert str(z.explain()).startswith("dask_tra local plan (threaded scheduler)")  # the plan that ran
+    with dask.config.set(scheduler="sync"):
+        assert str(expression(x, y).explain()).startswith("dask_tra local plan (synchronous scheduler)")
+
+
+def test_sites_set_by_the_user_plan_as_before(arrays, costings):
+    a, b, x, y = arrays
+    z = expression(x, y)
+    cache.clear()
+    with dt.config.set(sites=4):
+        plan, where = z.planned()
+        text = str(z.explain())
+    assert where.count == 4 and not where.local
+    assert costings.get("plan_node", 0) > 0  # the search ran
+    explicit = plan_many(z.roots, 4, keep=dt.config.get("keep"))  # as planning for 4 sites always did
+    assert plan.cost.bytes_moved == explicit.cost.bytes_moved > 0
+    assert text.startswith("dask_tra plan on 4 workers") and "between workers (predicted)" in text
+    assert z.planned(sites=4)[0].cost.bytes_moved == plan.cost.bytes_moved  # sites= as before, too
+    with dt.config.set(sites=4):
+        np.testing.assert_allclose(expression(x, y).compute(), reference(a, b), rtol=1e-12)
+
+
+def _block_sparse():
+    a = dt.from_blocks(blocks_of(CHUNKS_A, A_KEYS, 1, -1.0), (6, 7), CHUNKS_A)
+    b = dt.from_blocks(blocks_of(CHUNKS_B, B_KEYS, 2), (7, 5), CHUNKS_B)
+    return a, b
+
+
+def _cases(x, y):
+    s, t = _block_sparse()
+    return [
+        expression(x, y),
+        x.T @ x + x.T @ dt.from_array(np.ones((23, 17)), chunks=(6, 5)),  # joins of placed inputs
+        dt.concatenate([x, x], axis=0).sum(1),  # a registered operator (Concat)
+        x + dt.from_array(np.ones((23, 17)), chunks=(6, 5)),  # a rechunk-join
+        s @ t,  # block-sparse
+        (s + 1).sum(axis=1),
+    ]
+
+
+@pytest.mark.parametrize("threads", [0, 4])
+def test_local_costings_are_the_searchs_on_one_site(arrays, threads):
+    """Every closed form equals the search's own costing of that strategy on one site, and the
+    plan's cost equals the searched one-site plan's (made by ``search`` + ``final_costs``)."""
+    _, _, x, y = arrays
+    rates = Rates(threads=threads)
+    for z in _cases(x, y):
+        alts, cost, _ = plan_local(z.roots, None, rates, None)
+        for alt in chosen(alts):
+            if not alt.inputs:
+                continue
+            kind = kind_of(alt.node)
+            name, got = local_cand(alt.node, kind, views_of(alt.inputs))
+            only = "bmm-left" if name == "bmm" else name
+            want = candidates(alt.node, kind, views_of(alt.inputs), 1, only=only, rates=rates)[name]
+            assert (got.moved, got.paper, got.tasks) == (want.moved, want.paper, want.tasks), (kind, name)
+            assert np.array_equal(got.layout, want.layout) and np.array_equal(got.peak, want.peak), (kind, name)
+            np.testing.assert_allclose(got.flops, want.flops, rtol=1e-12)
+        best, _ = S.search(z.roots, 1, rates=rates)
+        searched, _, _ = final_costs(tuple(best[id(r)] for r in z.roots), 1, rates)
+        assert cost.bytes_moved == searched.bytes_moved == 0
+        assert (cost.tasks, cost.paper_floats, cost.peak_memory) == (
+            searched.tasks,
+            searched.paper_floats,
+            searched.peak_memory,
+        )
+        assert cost.seconds == pytest.approx(searched.seconds, rel=1e-12)
+
+
+def test_local_plans_are_exact_on_block_sparse_and_ragged(arrays):
+    a, b, x, y = arrays
+    s, t = _block_sparse()
+    S_, T_ = dense_of(s), dense_of(t)
+    assert_eq(s @ t, S_ @ T_, rtol=1e-12, atol=1e-12)
+    assert_eq((s + 1).sum(axis=1), (S_ + 1).sum(axis=1), rtol=1e-12)
+    assert_eq(dt.concatenate([x, x], axis=0).sum(1), np.concatenate([a, a], axis=0).sum(1), rtol=1e-12)
+    assert s.planned()[0].sites == 1
+
+
+def test_a_local_plan_over_the_memory_limit_is_refused_by_the_search(arrays):
+    _, _, x, y = arrays
+    cache.clear()
+    with pytest.raises(MemoryLimitError, match="no plan fits"):
+        plan_many((x @ y).roots, 1, memory_limit=100)
+
+
+def test_local_plans_replay_from_the_cache(arrays, costings):
+    _, _, x, y = arrays
+    cache.clear()
+    first = plan_many(expression(x, y).roots, 1)
+    again = plan_many(expression(x, y).roots, 1)  # equal structure: replayed
+    assert again.cost == first.cost and costings == {}
+    assert [a.strategy for a in chosen(again.alts)] == [a.strategy for a in chosen(first.alts)]
