@@ -42,7 +42,7 @@ def _one(node, alt, kids, s):
     if kind in ("matmul", "einsum", "contraction"):
         return S.contraction(node, kids[0], kids[1], s, only=name, bside=alt.cand.detail.get("bside"))[name]
     if isinstance(node, tra.Join):
-        return S.join_alone(node, kids[0], kids[1])[name]
+        return S.join_alone(node, kids[0], kids[1], only=name)[name]
     if isinstance(node, tra.Aggregate):
         return S.aggregate_alone(node, kids[0])[name]
     op = operators.lookup(node)

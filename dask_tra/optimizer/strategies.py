@@ -143,29 +143,37 @@ def _same(left: Alt, right: Alt) -> bool:
     return left.node is right.node and not left.free
 
 
-def join_alone(join, left: Alt, right: Alt) -> dict:
+def join_alone(join, left: Alt, right: Alt, only: str | None = None) -> dict:
+    """{strategy: IA sub-plan} for a join alone; ``only``: that strategy's alone (``build``
+    expands the chosen one: each LocalJoin types its result)."""
     lk, rk = join.left_keys, join.right_keys
-    rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
-    lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
-    cands = {
-        "bcast-left": LocalJoin(
+    cands = {}
+
+    def want(name):
+        return only in (None, name)
+
+    if want("bcast-left"):
+        rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
+        cands["bcast-left"] = LocalJoin(
             broadcast(left, None if _same(left, right) else (rnode, rk, lk)), rnode, lk, rk, join.kernel
-        ),
-        "bcast-right": LocalJoin(
-            lnode, broadcast(right, None if _same(left, right) else (lnode, lk, rk)), lk, rk, join.kernel
-        ),
-    }
-    if lk:
-        cands["copart"] = LocalJoin(
-            place(left, part(lk, left.node.type.frontier)),
-            place(right, part(rk, right.node.type.frontier)),
-            lk,
-            rk,
-            join.kernel,
         )
-        if not left.free:
+    if want("bcast-right"):
+        lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
+        cands["bcast-right"] = LocalJoin(
+            lnode, broadcast(right, None if _same(left, right) else (lnode, lk, rk)), lk, rk, join.kernel
+        )
+    if lk:
+        if want("copart"):
+            cands["copart"] = LocalJoin(
+                place(left, part(lk, left.node.type.frontier)),
+                place(right, part(rk, right.node.type.frontier)),
+                lk,
+                rk,
+                join.kernel,
+            )
+        if not left.free and want("align-right"):
             cands["align-right"] = _align_join(join, left.node, right, lk, rk, "right")
-        if not right.free:
+        if not right.free and want("align-left"):
             cands["align-left"] = _align_join(join, right.node, left, lk, rk, "left")
     return {k: v for k, v in cands.items() if v is not None}
 
