@@ -136,6 +136,7 @@ class DaskCollection(DaskMethodsMixin):
             force=config.get("force"),
             rates=planning_rates(where),
             one_layout=self.one_layout,
+            rewrite=config.get("rewrite"),
         )
 
     def __getstate__(self):
@@ -446,6 +447,7 @@ def plan_cache_key(where, placements):
         where.local,
         repr(config.get("force")),
         config.get("keep"),
+        config.get("rewrite"),
         where.memory_limit,
         planning_rates(where),
         repr(sorted((n, sorted(p.items())) for n, p in placements.items())),

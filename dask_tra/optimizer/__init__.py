@@ -27,6 +27,7 @@ from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .memory import held_for_readers, largest_block, working_set
 from .local import plan_local
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
+from .simplify import simplify
 from .search import (
     Alt,
     MemoryLimitError,
@@ -124,10 +125,14 @@ def plan_many(
     keep: int = 6,
     rates: Rates | None = None,
     one_layout: bool = False,
+    rewrite: bool = True,
 ) -> Plan:
     """One plan for several expressions sharing sub-expressions (each shared node planned once;
-    with ``one_layout`` each is also computed in one layout only). A plan for an expression of
-    the same structure, placements and settings is replayed from ``cache`` without a search."""
+    with ``one_layout`` each is also computed in one layout only). With ``rewrite`` the
+    expressions are first simplified (``simplify``: slices pushed toward the inputs, per-tuple
+    chains fused, equal sub-expressions merged); the plan computes the simplified ones. A plan
+    for an expression of the same structure, placements and settings is replayed from
+    ``cache`` without a search."""
     if sites < 1:
         raise ValueError(f"sites must be >= 1, got {sites}")
     odd = next((name for name in placements or () if not isinstance(name, str)), None)
@@ -136,7 +141,7 @@ def plan_many(
             f"placements must map input names to {{key: sites}}; got the key {odd!r} (a block key? "
             "wrap the map as {input_name: {key: sites}})"
         )
-    exprs = tuple(exprs)
+    exprs = simplify(exprs) if rewrite else tuple(exprs)
     rates = rates or Rates()
     digest, order, inputs = cache.structure(exprs)
     settings = (sites, memory_limit, repr(force), keep, rates, one_layout, tuple(TERMS))
