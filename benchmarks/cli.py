@@ -73,6 +73,11 @@ def parse_args(argv):
     sc.add_argument("--dask-max", type=int, default=80,
                     help="largest size dask.array's graph is built for (160² blocks: ~4M tasks)")
     sc.add_argument("--emit-max", type=int, default=80, help="largest size whose graph dask_tra emits")
+    sc.add_argument("--sites", type=lambda v: [int(x) for x in v.split(",")], default=[16, 64, 256, 1024],
+                    help="sites axis: (A @ B).sum(0) at 40² and 80² blocks planned for these site counts "
+                         "(default 16,64,256,1024)")
+    sc.add_argument("--only", choices=("sites",), default=None,
+                    help="sites: run the sites axis alone (metadata only, no cluster)")
     sc.add_argument("--out", default=os.path.join("docs", "benchmarks"))
     g = sub.add_parser("gpu", help="the GPU benchmarks (need a CUDA GPU with CuPy; see benchmarks/gpu.py)")
     g.add_argument("--only", default=None, help="comma-separated subset of matmul,ffnn,paper-mm")

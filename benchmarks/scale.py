@@ -5,6 +5,9 @@
   build + materialization of the same product;
 - iteration: ``w = w - lr * X.T @ (X @ w - y)`` for 10/20/50 iterations on a 4-worker
   LocalCluster: planning time, and plan + compute against dask.array's compute;
+- sites: ``(A @ B).sum(0)`` at 40² and 80² blocks of 1000², metadata only, planned for 16, 64,
+  256 and 1024 sites (``explain(sites=...)``, cold plan cache), against dask.array's graph build
+  of the same expression (which does not depend on the workers);
 - depth: 1000 chained elementwise ops, computed, against dask.array;
 - build: the time to build one ``x = x + 1`` at chain depths 100 … 10,000 (metadata only: an
   operation's cost must not grow with the depth of the expression it extends);
@@ -56,6 +59,35 @@ def matmul_rows(sizes, sites=16, dask_max=80, emit_max=80):
                 row["plan_emit_ratio"] = row["plan_emit_s"] / t_da
         rows.append(row)
         print(row, flush=True)
+    return rows
+
+
+def sites_rows(blocks=(40, 80), sites=(16, 64, 256, 1024), dask=True):
+    """Planning ``(A @ B).sum(0)`` per (blocks, sites), against dask.array's graph build."""
+    import dask.array as da
+
+    import dask_tra as dt
+    from dask_tra.optimizer import cache
+    rows = []
+    for nb in blocks:
+        n = nb * 1000
+        t_da = None
+        if dask:
+            a = da.random.random((n, n), chunks=1000)
+            b = da.random.random((n, n), chunks=1000)
+            t_da, _ = _timed(lambda: len(dict((a @ b).sum(0).__dask_graph__())))
+        for s in sites:
+            cache.clear()
+            A = dt.random.random((n, n), chunks=1000, seed=1)
+            B = dt.random.random((n, n), chunks=1000, seed=2)
+            z = (A @ B).sum(0)
+            t_plan, e = _timed(lambda: z.explain(sites=s))
+            row = dict(blocks=nb, sites=s, plan_s=t_plan, strategy=e.operators[0].strategy,
+                       predicted_bytes=int(e.predicted_bytes))
+            if t_da is not None:
+                row.update(dask_s=t_da, plan_ratio=t_plan / t_da)
+            rows.append(row)
+            print(row, flush=True)
     return rows
 
 
@@ -172,7 +204,16 @@ def _persist_wait(j):
 
 def run(args):
     from distributed import Client, LocalCluster
+    if getattr(args, "only", None) == "sites":  # the sites axis alone (metadata only, no cluster)
+        out = dict(sites=sites_rows(sites=args.sites))
+        md = markdown(out)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "scale-sites.json"), "w") as f:
+            json.dump(out, f, indent=1)
+        print(md)
+        return
     out = dict(matmul=matmul_rows(args.blocks, dask_max=args.dask_max, emit_max=args.emit_max))
+    out["sites"] = sites_rows(sites=args.sites)
     out["build"] = build_rows()
     with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None) as cl, \
             Client(cl) as client:
@@ -193,7 +234,20 @@ def run(args):
     print(md)
 
 
+def sites_markdown(rows) -> list:
+    lines = ["| blocks | sites | dask_tra plan | dask.array graph | plan ÷ dask | strategy |",
+             "|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        da_s = f"{r['dask_s']:.3f} s" if "dask_s" in r else "-"
+        ratio = f"{r['plan_ratio']:.3f}" if "plan_ratio" in r else "-"
+        lines.append(f"| {r['blocks']}×{r['blocks']} | {r['sites']} | {r['plan_s']:.3f} s | {da_s} | {ratio} | "
+                     f"{r['strategy']} |")
+    return lines
+
+
 def markdown(out) -> str:
+    if "matmul" not in out:
+        return "\n".join(sites_markdown(out.get("sites", ()))) + "\n"
     lines = ["| blocks | dask_tra plan | plan + emit | dask.array graph | plan ÷ dask | plan+emit ÷ dask | tasks (dask_tra / dask) | strategy |",
              "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in out["matmul"]:
@@ -202,6 +256,8 @@ def markdown(out) -> str:
         lines.append(f"| {r['blocks']}×{r['blocks']} | {r['plan_s']:.3f} s | {pe} | {da_s} | "
                      f"{r.get('plan_ratio', float('nan')):.3f} | {r.get('plan_emit_ratio', float('nan')):.2f} | "
                      f"{r.get('tasks', '-')} / {r.get('dask_tasks', '-')} | {r['strategy']} |")
+    if out.get("sites"):
+        lines += [""] + sites_markdown(out["sites"])
     lines += ["", "| GD iterations | planning | plan + compute | dask.array | ratio |", "|---:|---:|---:|---:|---:|"]
     for r in out["iteration"]:
         lines.append(f"| {r['iterations']} | {r['plan_s']:.3f} s | {r['plan_compute_s']:.2f} s | {r['dask_s']:.2f} s | "

@@ -46,6 +46,7 @@ from .symbolic import (
     side_rows,
     site_sum,
     sparse_products,
+    wsum,
 )
 
 
@@ -72,7 +73,7 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     products = isinstance(join, Join) and makes_products(join)
     out, moved, paper, tasks, how = finish(mv, partial, agg.type, s, products)
     nb = key_bytes(agg.type)
-    peak = mv.site_in + nb @ partial + (nb @ out if how != "local" else 0)
+    peak = mv.site_in + wsum(nb, partial) + (wsum(nb, out) if how != "local" else 0)
     steps = list(mv.steps)
     site_moved, site_sent = mv.site_moved, mv.site_sent
     if how != "local":
@@ -224,7 +225,7 @@ def join_alone(join, left, right, s, only=None) -> dict:
             layout,
             mv.moved,
             mv.paper,
-            mv.site_in + nb @ layout,
+            mv.site_in + wsum(nb, layout),
             flops,
             int(layout.sum()),
             mv.present,
@@ -277,7 +278,7 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             partial,
             mv.moved,
             mv.paper,
-            mv.site_in + nb @ partial,
+            mv.site_in + wsum(nb, partial),
             _elements_at(child.type, base, s),
             int(partial.sum()),
             mv.present,
@@ -293,7 +294,7 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             out,
             m2.moved,
             m2.paper,
-            m2.site_in + nb @ out,
+            m2.site_in + wsum(nb, out),
             _elements_at(child.type, lay, s),
             int(out.sum()),
             m2.present,
@@ -307,7 +308,7 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             out,
             0,
             0,
-            m3.site_in + nb @ out,
+            m3.site_in + wsum(nb, out),
             _elements_at(child.type, lay, s),
             int(out.sum()),
             m3.present,
@@ -327,7 +328,7 @@ def per_tuple(node, child, s, only=None) -> dict:
     if node.flops:
         flops = node.flops * _elements_at(child.type, base, s)
     nb = key_bytes(node.type)
-    return {"local": Cand(lay, 0, 0, key_bytes(child.type) @ base + nb @ lay, flops, tasks, mv.present, {})}
+    return {"local": Cand(lay, 0, 0, wsum(key_bytes(child.type), base) + wsum(nb, lay), flops, tasks, mv.present, {})}
 
 
 def relabel_rows(node, in_frontier) -> np.ndarray:
@@ -357,7 +358,7 @@ def relabelled(base, rows) -> np.ndarray:
 
 
 def _elements_at(t, layout, s):
-    return key_elements(t).astype(float) @ layout
+    return wsum(key_elements(t).astype(float), layout)
 
 
 def _copy(mv: Moves) -> Moves:

@@ -30,7 +30,7 @@ import numpy as np
 from ..tra import expr as tra
 from .cost import Rates
 from .strategies import is_contraction
-from .symbolic import key_bytes
+from .symbolic import key_bytes, wsum
 
 
 FOLD_BYTES = 32 * 2**20  # the operand bytes one fold task reads at once (unless one member needs more)
@@ -74,7 +74,7 @@ def working_set(node: Any, cand: Any, inputs: Sequence[Any], rates: Rates, s: in
         group = max(1, math.prod(node.child.type.frontier) // max(1, math.prod(node.type.frontier)))
         task = min(group, fold_pairs(operands)) * operands + largest_block(node.child.type) + out
         # the running sums of the site's output blocks, and a tree's partial sums waiting for their fold
-        held = held + key_bytes(node.type) @ np.asarray(cand.layout, np.int64) + threads * out
+        held = held + wsum(key_bytes(node.type), np.asarray(cand.layout, bool)) + threads * out
     return np.minimum(resident, (threads * task + held).astype(np.int64))
 
 
@@ -90,7 +90,7 @@ def held_for_readers(alts: Sequence[Any], s: int) -> tuple[np.ndarray, Any]:
     held, most, top = np.zeros(s, np.int64), None, 0
     for a in alts:
         if readers.get(id(a), 0) > 1 and not getattr(a.node, "constant", False):
-            mine = (key_bytes(a.node.type) @ np.asarray(a.layout, np.int64)).astype(np.int64)
+            mine = wsum(key_bytes(a.node.type), np.asarray(a.layout, bool)).astype(np.int64)
             held += mine
             if mine.max(initial=0) > top:
                 most, top = a, int(mine.max())

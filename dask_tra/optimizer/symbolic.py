@@ -102,6 +102,53 @@ def held(layout, t) -> np.ndarray:
     return layout if t.keys is None else layout & key_mask(t)[:, None]
 
 
+def col_counts(m) -> np.ndarray:
+    """Per site (column), how many keys of a boolean layout it holds: summed as bytes in
+    int16, 32,767 rows at a time (``count_nonzero(axis=0)`` sums in int64: ~9× slower)."""
+    u = m.view(np.uint8)
+    out = np.zeros(m.shape[1], np.int64)
+    for a in range(0, len(u), 32767):
+        out += np.add.reduce(u[a : a + 32767], axis=0, dtype=np.int16)
+    return out
+
+
+def row_counts(m) -> np.ndarray:
+    """Per key (row), how many sites of a boolean layout hold it (as ``col_counts``)."""
+    if m.ndim != 2 or m.dtype != np.bool_:
+        return np.asarray(m).sum(axis=1)
+    acc = np.int16 if m.shape[1] <= 32767 else np.int64
+    return np.add.reduce(m.view(np.uint8), axis=1, dtype=acc).astype(np.int64)
+
+
+WSUM_CLASSES = 256  # weights with more distinct values than this: a plain matmul
+
+
+def wsum(w, m) -> np.ndarray:
+    """``w @ m`` for per-key weights ``w`` and a boolean layout ``m`` (keys × sites): what the
+    keys each site holds weigh there. Exact for integer weights, and O(keys × sites) byte
+    operations where the matmul casts ``m`` to the weights' type (int64: no BLAS) first: the
+    keys are grouped by weight (a dense relation's blocks have a few sizes), each group one
+    count of its rows per site (~13× faster at 6400 keys × 1024 sites)."""
+    w = np.asarray(w)
+    if m.dtype != np.bool_ or m.ndim != 2 or w.ndim != 1 or len(w) < 64 or w.dtype.kind not in "iuf":
+        return w @ m
+    lo, hi = w.min(), w.max()
+    if lo == hi:
+        return lo * col_counts(m)
+    u, inv = np.unique(w, return_inverse=True)
+    if len(u) > WSUM_CLASSES:
+        return w @ m
+    order = np.argsort(inv, kind="stable")
+    ms = m[order]
+    bounds = np.searchsorted(inv[order], np.arange(len(u) + 1))
+    out = np.zeros(m.shape[1], np.result_type(w.dtype, np.int64))
+    for j in range(len(u)):
+        a, b = bounds[j], bounds[j + 1]
+        if b > a and u[j]:
+            out += u[j] * col_counts(ms[a:b])
+    return out
+
+
 def n_keys(t) -> int:
     return math.prod(t.frontier)
 
@@ -259,7 +306,7 @@ def reduce_to(layout, frontier, keep_dims, out_frontier, out_pos) -> np.ndarray:
 
 
 def single(layout) -> bool:
-    return bool((layout.sum(axis=1) <= 1).all())
+    return bool((row_counts(layout) <= 1).all())
 
 
 # ---------------------------------------------------------------- inputs and candidates
@@ -341,14 +388,14 @@ class Moves:
         nb = key_bytes(v.type)
         have = self._get(i)
         new = need & ~have
-        per_site = nb @ new
+        per_site = wsum(nb, new)
         moved = int(per_site.sum())
         self.moved += moved
         self.site_moved += per_site
-        self.site_sent += sent_from(have, nb * new.sum(axis=1))
+        self.site_sent += sent_from(have, nb * row_counts(new))
         self.paper += int(key_elements(v.type).sum()) * paper_copies
         self._set(i, self._get(i) | need)
-        self.site_in += nb @ need
+        self.site_in += wsum(nb, need)
         self.steps.append((what, i, moved))
         return need
 
@@ -361,7 +408,7 @@ class Moves:
         if v.free:
             self._set(i, need)
         if v.free or np.array_equal(need, v.layout):
-            self.site_in += nb @ need
+            self.site_in += wsum(nb, need)
             return need
         return self._send(i, need, what, 1)
 
@@ -531,12 +578,12 @@ def finish(cand_moves, partial, out_type, s, products=True):
     group has a partial result; ``products``: the partials are block products, not maps).
     Returns (out layout, moved, paper, tasks, how)."""
     nb = key_bytes(out_type)
-    counts = partial.sum(axis=1)
+    counts = row_counts(partial)
     tasks = int(counts.sum())
     if (counts <= 1).all():
         return partial, 0, 0, tasks, "local"
     home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
-    moved = int(nb @ (partial & ~home).sum(axis=1))  # into each key's home: see ``partials_in``
+    moved = int(nb @ row_counts(partial & ~home))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
     # one final task per group made of several partials. It waits for partials from other
     # sites, so emission fuses the partial at the home into it only when that partial is no
@@ -549,21 +596,22 @@ def finish(cand_moves, partial, out_type, s, products=True):
 
 def partials_in(partial, home, out_type) -> np.ndarray:
     """Bytes each site receives when ``finish`` brings the partial results to their homes."""
-    return (key_bytes(out_type) * (partial & ~home).sum(axis=1)) @ home
+    return wsum(key_bytes(out_type) * row_counts(partial & ~home), home)
 
 
 def partials_out(partial, home, out_type) -> np.ndarray:
     """Bytes each site sends when ``finish`` brings the partial results to their homes."""
-    return key_bytes(out_type) @ (partial & ~home)
+    return wsum(key_bytes(out_type), partial & ~home)
 
 
 def sent_from(have, nbytes) -> np.ndarray:
     """Bytes each site sends when ``nbytes[k]`` of copies of key k leave the sites holding it
     (``have``, keys × sites); a key held by several sites is sent by each in equal share (Dask
     picks one holder per transfer)."""
-    holders = have.sum(axis=1)
-    ok = holders > 0
-    return (nbytes[ok] / holders[ok]) @ have[ok]
+    holders = row_counts(have)
+    share = np.zeros(len(holders))
+    np.divide(nbytes, holders, out=share, where=holders > 0)
+    return wsum(share, have)
 
 
 __all__ = [
@@ -575,6 +623,7 @@ __all__ = [
     "partials_in",
     "partials_out",
     "sent_from",
+    "wsum",
     "View",
     "Cand",
     "Moves",
