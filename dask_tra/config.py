@@ -25,7 +25,7 @@
 - ``threads``: tasks one worker runs at once, for the memory estimate (``optimizer/memory.py``:
   blocks stream through that many tasks); None: the workers' thread count under a Client; 0:
   unknown, every block a worker computes counted at once.
-- ``rewrite``: simplify expressions before planning (default True; ``optimizer/simplify.py``):
+- ``rewrite``: simplify expressions before planning (default True; ``optimizer/rewrite.py``):
   slices pushed toward the inputs so only the blocks they keep are computed, chains of per-block
   operations fused, transposes that cancel dropped, equal sub-expressions computed once.
 - ``force``: a strategy name every contraction must use (``"bmm"``, ``"cmm"``, ``"rmm"``,

@@ -1,4 +1,4 @@
-"""The logical rewrite pass (``optimizer.simplify``): every rule keeps the exact (key, chunk)
+"""The logical rewrite pass (``optimizer.rewrite``): every rule keeps the exact (key, chunk)
 set under the reference executor, on random data and ragged chunks, and fires where it should."""
 
 import numpy as np
@@ -9,7 +9,7 @@ import dask_tra as dt
 import dask_tra.array as da
 from dask_tra.array.kernels import Permute
 from dask_tra.optimizer import plan_many
-from dask_tra.optimizer.simplify import RULES, common_subexpressions, simplify
+from dask_tra.optimizer.rewrite import RULES, common_subexpressions, simplify
 from dask_tra.tra import Aggregate, Filter, ReKey, Transform, evaluate, kernels as K
 from dask_tra.tra.dag import render, walk_many
 from dask_tra.tra.kernels import Bound

@@ -27,7 +27,7 @@ from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .memory import held_for_readers, largest_block, working_set
 from .local import plan_local
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
-from .simplify import simplify
+from .rewrite import simplify
 from .search import (
     Alt,
     MemoryLimitError,

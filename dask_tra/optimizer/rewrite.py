@@ -35,10 +35,11 @@ Sole = Callable[[Expr], bool]  # whether a node has exactly one reader
 
 @dataclass(frozen=True)
 class Rule:
-    """A named rewrite: ``fn(node, sole)`` returns the rewritten node, or None."""
+    """A named rewrite of ``on`` nodes: ``fn(node, sole)`` returns the rewritten node, or None."""
 
     name: str
     fn: Callable[[Any, Sole], Expr | None]
+    on: type
 
     def apply(self, node: Expr, sole: Sole) -> Expr | None:
         return self.fn(node, sole)
@@ -145,18 +146,18 @@ def _drop_identity_transform(node: Any, sole: Sole) -> Expr | None:
 
 
 RULES: tuple[Rule, ...] = tuple(
-    Rule(fn.__name__.strip("_"), fn)
-    for fn in (
-        _merge_filters,
-        _filter_through_rekey,
-        _filter_through_transform,
-        _filter_through_join,
-        _filter_through_aggregate,
-        _merge_rekeys,
-        _drop_identity_rekey,
-        _rekey_through_transform,
-        _fuse_transforms,
-        _drop_identity_transform,
+    Rule(fn.__name__.strip("_"), fn, on)
+    for fn, on in (
+        (_merge_filters, tra.Filter),
+        (_filter_through_rekey, tra.Filter),
+        (_filter_through_transform, tra.Filter),
+        (_filter_through_join, tra.Filter),
+        (_filter_through_aggregate, tra.Filter),
+        (_merge_rekeys, tra.ReKey),
+        (_drop_identity_rekey, tra.ReKey),
+        (_rekey_through_transform, tra.ReKey),
+        (_fuse_transforms, tra.Transform),
+        (_drop_identity_transform, tra.Transform),
     )
 )
 
@@ -164,14 +165,23 @@ RULES: tuple[Rule, ...] = tuple(
 # ---------------------------------------------------------------- common sub-expressions
 
 
+_seen: dict[int, tuple] = {}  # id -> (object, its value): shared kernels are read once per pass
+BIG = 64  # items of a collection compared one by one; larger ones: see ``_big``
+
+
 def _value(v: Any) -> Any:
     """A hashable stand-in equal exactly when the values are: kernels by their type and every
     field (a function by identity: two kernels named alike with other functions differ)."""
     if isinstance(v, (Kernel, Bound, KeyMap, KeyPred)):
-        fields = (v.fn, v.params) if isinstance(v, Bound) else vars(v)
-        return (type(v), _value(fields))
+        found = _seen.get(id(v))
+        if found is None or found[0] is not v:
+            fields = (v.fn, v.params) if isinstance(v, Bound) else vars(v)
+            found = _seen[id(v)] = (v, (type(v), _value(fields)))
+        return found[1]
+    if isinstance(v, (dict, list, tuple, set, frozenset)) and len(v) > BIG:
+        return _big(v)
     if isinstance(v, dict):
-        return ("dict", tuple(sorted(((_value(k), _value(x)) for k, x in v.items()), key=repr)))
+        return ("dict", frozenset((_value(k), _value(x)) for k, x in v.items()))
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, tuple(_value(x) for x in v))
     if isinstance(v, (set, frozenset)):
@@ -184,8 +194,27 @@ def _value(v: Any) -> Any:
     return v
 
 
+def _big(v: Any) -> Any:
+    """A large collection: by content when it holds plain numbers and strings only (index lists,
+    block keys), else equal only to itself (not read item by item)."""
+    items = v.items() if isinstance(v, dict) else v
+    if isinstance(v, dict) or {type(x) for x in items} - _PLAIN:
+        return (type(v).__name__, id(v))
+    return (type(v).__name__, frozenset(v) if isinstance(v, (set, frozenset)) else tuple(v))
+
+
+_PLAIN = {int, str, bool, type(None), tuple}
+
+
 def content(node: Expr) -> Any:
-    """What a node computes from its children, as a hashable value (None: not comparable)."""
+    """What a node computes from its children, as a hashable value (None: not comparable).
+    Kept on the node (nodes are immutable)."""
+    if "_content" not in node.__dict__:
+        node.__dict__["_content"] = _content(node)
+    return node.__dict__["_content"]
+
+
+def _content(node: Expr) -> Any:
     try:
         if isinstance(node, tra.Input):
             return ("Input", node.name, node.constant, node.type)
@@ -206,6 +235,7 @@ def common_subexpressions(exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
     """``exprs`` with nodes that compute the same thing from the same inputs merged into one."""
     seen: dict[Any, Expr] = {}
     done: dict[int, Expr] = {}
+    _seen.clear()
     for node in walk_many(exprs):  # children first
         kids = tuple(done[id(c)] for c in node.children)
         own = content(node)
@@ -216,6 +246,7 @@ def common_subexpressions(exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
             if key is not None:
                 seen[key] = found
         done[id(node)] = found
+    _seen.clear()
     return tuple(done[id(e)] for e in exprs)
 
 
@@ -287,12 +318,15 @@ def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Ex
         else:
             replaced(cur, rewrite)
             redirect[id(node)] = rewrite
-    return common_subexpressions(tuple(done[id(e)] for e in exprs))
+    out = tuple(done[id(e)] for e in exprs)
+    return common_subexpressions(out) if redirect else out  # rewrites can make equal nodes
 
 
 def _first_rewrite(node: Expr, rules: tuple[Rule, ...], sole: Sole) -> Expr | None:
     """The first rule's rewrite of ``node`` that keeps its type exactly, or None."""
     for rule in rules:
+        if not isinstance(node, rule.on):
+            continue
         try:
             new = rule.apply(node, sole)
         except TRAError:  # the rewritten operator is not well formed (e.g. a join over holes)
