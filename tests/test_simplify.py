@@ -10,7 +10,7 @@ import dask_tra.array as da
 from dask_tra.array.kernels import Permute
 from dask_tra.optimizer import plan_many
 from dask_tra.optimizer.rewrite import RULES, common_subexpressions, simplify
-from dask_tra.tra import Aggregate, Filter, ReKey, Transform, evaluate, kernels as K
+from dask_tra.tra import Aggregate, Filter, Join, ReKey, Transform, evaluate, kernels as K
 from dask_tra.tra.dag import render, walk_many
 from dask_tra.tra.kernels import Bound
 from dask_tra.tra.keyfuncs import KeyMap, KeyPred, dims_in
@@ -55,6 +55,11 @@ def prefix(dim, blocks):
     return KeyPred(Bound(dims_in, (dim,), frozenset(range(blocks))), f"first{blocks}[{dim}]", frozenset({dim}))
 
 
+def block(dim, b):
+    """A Filter predicate keeping block ``b`` along key dim ``dim`` (a hole before it)."""
+    return KeyPred(Bound(dims_in, (dim,), frozenset({b})), f"block{b}[{dim}]", frozenset({dim}))
+
+
 swap = KeyMap.selecting((1, 0))
 
 
@@ -75,6 +80,14 @@ def _filter_through_transform(x, draw):
 
 def _filter_through_join(x, draw):
     return (x + x.T * 3)[: draw(st.integers(1, x.shape[0]))]
+
+
+def _slice_through_join(x, draw):
+    """x + x.T with the transpose's keys crossed in the join (right dim 1 pairs output dim 0),
+    one block row kept and renumbered, as a slice does."""
+    joined = Join(x.expr, Transform(x.expr, Permute((1, 0))), (0, 1), (1, 0), K.add)
+    row = draw(st.integers(0, x.expr.type.frontier[0] - 1))
+    return ReKey(Filter(joined, prefix(0, row + 1) if row == 0 else block(0, row)), KeyMap.renumbering(0, {row: 0}, 2))
 
 
 def _filter_through_aggregate(x, draw):
@@ -109,6 +122,7 @@ BUILDERS = {
         _filter_through_rekey,
         _filter_through_transform,
         _filter_through_join,
+        _slice_through_join,
         _filter_through_aggregate,
         _merge_rekeys,
         _drop_identity_rekey,
@@ -189,6 +203,16 @@ def test_slices_of_big_expressions_compute_only_the_blocks_they_keep():
         joins = [n for n in walk_many([after]) if n.type.key_arity == 2 and n.children]
         assert all(np.prod(n.type.frontier) == 1 for n in joins if not isinstance(n, ReKey))
         np.testing.assert_array_equal(y.compute(scheduler="sync"), np.full(y.shape, 2.0 if y.shape[0] == 100 else 1.0))
+
+
+def test_a_slice_in_the_middle_reads_only_its_blocks():
+    """x[600:700] keeps block 1 of 4 along axis 0: the sum's inputs are cut to that block row."""
+    x = da.ones((2000, 2000), chunks=500)
+    y = (x + x.T)[600:700]
+    (after,) = simplify([y.expr])
+    adds = [n for n in walk_many([after]) if getattr(getattr(n, "kernel", None), "name", "") == "add"]
+    assert [n.type.frontier for n in adds] == [(1, 4)]
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), np.full((100, 2000), 2.0))
 
 
 def test_transposes_and_identity_rekeys_cancel():

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..tra import Concat, Filter, Join, ReKey, Tile
 from ..tra.kernels import Bound
-from ..tra.keyfuncs import KeyMap, KeyPred, dims_in, replace_dim
+from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from .kernels import Take
 from .relations import Rel, grid, offsets, param_relation, rel_of
 
@@ -107,7 +107,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
     if len(used) < len(in_chunks):  # drop unused blocks, renumber the rest
         rank = {i: r for r, i in enumerate(used)}
         expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
-        expr = ReKey(expr, KeyMap(Bound(replace_dim, axis, rank), f"renumber[{axis}]", copies=_all_but(axis, n)))
+        expr = ReKey(expr, KeyMap.renumbering(axis, rank, n))
     by_old = {i: [] for i in range(len(used))}
     by_new = {j: [] for j in range(len(out_chunks))}
     for i, j, loc in pieces:

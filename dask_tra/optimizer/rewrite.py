@@ -103,6 +103,30 @@ def _filter_through_join(node: Any, sole: Sole) -> Expr | None:
     return tra.Join(left, right, join.left_keys, join.right_keys, join.kernel)
 
 
+def _slice_through_join(node: Any, sole: Sole) -> Expr | None:
+    """A slice that keeps some blocks of one key dim and renumbers them (ReKey(renumber) over
+    σ, the holes closed at once) moves below ⋈ as a pair, to each side that holds the dim: alone,
+    the σ would leave holes in the join's inputs."""
+    if not (isinstance(node, tra.ReKey) and node.key_fn.renumbers is not None):
+        return None
+    filt = node.child
+    if not (isinstance(filt, tra.Filter) and isinstance(filt.child, tra.Join) and sole(filt) and sole(filt.child)):
+        return None
+    axis, pred, join = node.key_fn.renumbers, filt.predicate, filt.child
+    if pred.dims is None or not pred.dims <= {axis}:
+        return None
+    kl, out_arity = join.left.type.key_arity, filt.type.key_arity
+    from_right = {o: r for r, o in join.right_out.items()}  # output dim -> right dim
+
+    def cut(side: Expr, dim: int) -> Expr:
+        kept = tra.Filter(side, KeyPred.reindexed(pred, {axis: dim}, out_arity))
+        return tra.ReKey(kept, node.key_fn.renumbered_at(dim, side.type.key_arity))
+
+    left = cut(join.left, axis) if axis < kl else join.left
+    right = cut(join.right, from_right[axis]) if axis in from_right else join.right
+    return tra.Join(left, right, join.left_keys, join.right_keys, join.kernel)
+
+
 def _filter_through_aggregate(node: Any, sole: Sole) -> Expr | None:
     if not (isinstance(node, tra.Filter) and isinstance(node.child, tra.Aggregate) and sole(node.child)):
         return None
@@ -153,6 +177,7 @@ RULES: tuple[Rule, ...] = tuple(
         (_filter_through_transform, tra.Filter),
         (_filter_through_join, tra.Filter),
         (_filter_through_aggregate, tra.Filter),
+        (_slice_through_join, tra.ReKey),
         (_merge_rekeys, tra.ReKey),
         (_drop_identity_rekey, tra.ReKey),
         (_rekey_through_transform, tra.ReKey),

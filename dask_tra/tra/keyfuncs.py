@@ -24,6 +24,19 @@ class KeyMap:
     name: str
     select: tuple | None = None
     copies: tuple | None = None
+    renumbers: int | None = None  # set by ``renumbering``: the one dim it changes, by a table
+
+    @classmethod
+    def renumbering(cls, axis: int, table: Any, arity: int) -> "KeyMap":
+        """Key dim ``axis`` renumbered by ``table`` (old index -> new), the other dims copied."""
+        copies = tuple(None if d == axis else d for d in range(arity))
+        return cls(Bound(replace_dim, axis, table), f"renumber[{axis}]", copies=copies, renumbers=axis)
+
+    def renumbered_at(self, dim: int, arity: int) -> "KeyMap":
+        """This renumbering applied to key dim ``dim`` of ``arity``-dim keys."""
+        if self.renumbers is None or not isinstance(self.fn, Bound):
+            raise ValueError(f"{self} is not a renumbering")
+        return KeyMap.renumbering(dim, self.fn.params[1], arity)
 
     def copied(self, dims: Iterable[int]) -> frozenset | None:
         """The input dims that output ``dims`` copy (a selected None dim reads 0: no input dim);
