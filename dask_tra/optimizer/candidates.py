@@ -42,6 +42,7 @@ from .symbolic import (
     placing_sites,
     present_keys,
     reduce_to,
+    row_counts,
     single,
     side_rows,
     site_sum,
@@ -94,9 +95,11 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
     )
 
 
-def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixed=None) -> dict:
+def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixed=None, prune=None) -> dict:
     """``rates``: the time objective (two-phase places by it); ``fixed``: the two-phase plan
-    chosen before (the final costing re-costs its placement, not a new greedy's)."""
+    chosen before (the final costing re-costs its placement, not a new greedy's); ``prune``: the
+    search's ``Pruner`` (EinDecomp vectors whose lower bound cannot make the kept plans are not
+    costed; see ``grid_bound``)."""
     join, g = agg.child, agg.group_by
     out = join.type.frontier
     kl, kr = left.type.key_arity, right.type.key_arity
@@ -165,8 +168,23 @@ def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixe
         for d in partition_vectors(out, s):
             dims = tuple(i for i, x in enumerate(d) if x > 1)
             grids[f"d={list(d)}"] = Grid(dims, tuple(d[i] for i in dims))
-    for name, grid in grids.items():
-        if not want(name):
+    names = [name for name in grids if want(name)]
+    if prune is not None and not sparse and len(set(map(id, views))) == 2:
+        for name in cands:
+            prune.add(name, cands[name])
+        rest = [n for n in names if n.startswith("d=") and math.prod(grids[n].groups) == s]
+        bounds = {n: grid_bound(agg, views, pos, grids[n], s) for n in rest}
+        names = [n for n in names if n not in bounds] + sorted(bounds, key=lambda n: prune.seconds(*bounds[n][:3]))
+    else:
+        prune, bounds = None, {}
+    made: dict = {}
+    home = None  # where a candidate whose partials are summed puts its result (``finish``)
+    for name in names:
+        grid = grids[name]
+        if name in bounds and bounds[name][3] > 1 and home is None:
+            home = grid_layout(part(range(len(outf)), outf), outf, s)
+        if name in bounds and prune.skip(*bounds[name][:3], home if bounds[name][3] > 1 else None):
+            prune.pruned += 1
             continue
         mv = Moves(views, s)
         for i in (0, 1):
@@ -175,10 +193,35 @@ def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixe
                 mv.place(i, grid_layout(local, views[i].type.frontier, s), f"shuffle by {local}")
             else:
                 mv.replicate(i, grid, pos[i], out)
-        cands[name] = _close(agg, mv, on_grid(grid), s)
+        made[name] = _close(agg, mv, on_grid(grid), s)
+        if prune is not None:
+            prune.add(name, made[name])
+    cands.update((name, made[name]) for name in grids if name in made)  # in the grids' order
     if want(twophase_strategy.NAME) and (fixed is not None or twophase_strategy.applies(agg, views)):
         cands[twophase_strategy.NAME] = twophase_strategy.cost(agg, views, s, rates, fixed)
     return cands
+
+
+def grid_bound(agg, views, pos, grid, s):
+    """(per-site flops, a lower bound on tasks, a lower bound on bytes moved, partials per output
+    key) of the grid
+    candidate ``grid`` (∏ groups = s: each cell its own site), in O(keys + cells), without its
+    layouts: each input tuple must reach the cells it belongs to (the product of the groups of
+    the grid dims its side lacks), less the sites that hold it already (a free input is made at
+    one of them); each output key has one partial per cell along the cut aggregated dims, all
+    but one moved to its home. The flops are the candidate's own (``_grid_products``)."""
+    join, g = agg.child, agg.group_by
+    groups = dict(zip(grid.dims, grid.groups))
+    nbytes = 0
+    for v, p in zip(views, pos):
+        copies = math.prod(n for d, n in groups.items() if d not in p)
+        if copies > 1:
+            have = 1 if v.free else row_counts(v.present)
+            nbytes += int((key_bytes(v.type) * np.maximum(copies - have, 0)).sum())
+    partials = math.prod(n for d, n in groups.items() if d not in g)
+    out = key_bytes(agg.type)
+    nbytes += int(out.sum()) * (partials - 1)
+    return _grid_products(join, grid, s), len(out) * partials, nbytes, partials
 
 
 def _align(join, views, f, m, s):

@@ -35,7 +35,7 @@ from ..tra.errors import TRAError
 from ..tra.kernels import Einsum
 from . import candidates as C
 from . import operators
-from .cost import Rates, combine_terms, measure_terms
+from .cost import TERMS, Rates, combine_terms, measure_terms
 from .memory import largest_block, working_set
 from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
@@ -106,7 +106,11 @@ class Alt:
     @property
     def signature(self) -> builtins.bytes:  # builtins: the field ``bytes`` shadows the type here
         """Where every tuple is, by value: alternatives with equal signatures are interchangeable."""
-        return np.packbits(self.layout).tobytes() + bytes(str(self.layout.shape), "ascii")
+        return layout_signature(self.layout)
+
+
+def layout_signature(layout) -> builtins.bytes:
+    return np.packbits(layout).tobytes() + bytes(str(layout.shape), "ascii")
 
 
 def fused_joins(order) -> set:
@@ -174,10 +178,70 @@ def views_of(alts, present=None) -> list:
     return [made[id(a)] for a in alts]
 
 
-def candidates(node, kind, views, s, only=None, rates=None, fixed=None) -> dict:
+PRUNE_SITES = 32  # from this many sites on, dominated EinDecomp vectors are not costed (``Pruner``)
+
+
+class Pruner:
+    """Skips a contraction's EinDecomp candidates that cannot be among the ``keep`` plans
+    ``plan_node`` keeps: their predicted time is bounded below from their flops and lower
+    bounds on their tasks and bytes (``candidates.grid_bound``), with the input alternatives'
+    totals added as ``combine`` adds them; a bound above the ``keep``-th best distinct layout's
+    time so far (this node's earlier options and the candidates costed before) rules it out.
+    Only where the objective is the time alone (no memory limit, no forced strategy, no
+    registered cost term) and on ``PRUNE_SITES`` sites or more (fewer have few vectors, and
+    ``explain`` lists every one). ``costed``/``pruned`` count the candidates (tests read them)."""
+
+    costed = 0  # over the process: exact EinDecomp costings the search made
+    skipped = 0  # and skipped
+
+    def __init__(self, node, combo, rates, keep, options, s):
+        self.node, self.combo, self.rates, self.keep, self.s = node, combo, rates, keep, s
+        self.best: dict = {}
+        self.made: dict = {}
+        self.pruned = 0
+        for a in options:
+            self._note(a)
+        moved = [a.site_moved for a in combo if a.site_moved is not None]
+        sent = [a.site_sent for a in combo if a.site_sent is not None]
+        self.moved = np.sum(moved, axis=0) if moved else np.zeros(s)
+        self.sent = np.sum(sent, axis=0) if sent else np.zeros(s)
+        self.flops = np.sum([a.flops for a in combo], axis=0) if combo else np.zeros(s)
+        self.tasks = sum(a.tasks for a in combo)
+
+    def _note(self, a):
+        sig = a.signature
+        if a.seconds < self.best.get(sig, float("inf")):
+            self.best[sig] = a.seconds
+
+    def add(self, name, cand):
+        a = self.made[name] = combine(self.node, name, cand, self.combo, self.rates)
+        self._note(a)
+        Pruner.costed += name.startswith("d=")
+
+    def seconds(self, flops, tasks, nbytes) -> float:
+        """A lower bound on the predicted time of a candidate with these (``grid_bound``)."""
+        r = self.rates
+        received = max(float(self.moved.max(initial=0)), (float(self.moved.sum()) + nbytes) / self.s)
+        transfer = max(received, float(self.sent.max(initial=0))) / r.bandwidth
+        busiest = float((self.flops + flops).max(initial=0))
+        return transfer + (self.tasks + tasks) * r.task_overhead + busiest / r.flop_rate
+
+    def skip(self, flops, tasks, nbytes, layout=None) -> bool:
+        """Whether a candidate with this bound cannot be kept: it is slower than the ``keep``-th
+        best layout, or than the best of its own layout (``layout``, where it is known before
+        costing: then it never represents that layout)."""
+        worst_kept = sorted(self.best.values())[self.keep - 1] if len(self.best) >= self.keep else float("inf")
+        if layout is not None:
+            worst_kept = min(worst_kept, self.best.get(layout_signature(layout), float("inf")))
+        skip = round(self.seconds(flops, tasks, nbytes), 9) > round(worst_kept, 9)
+        Pruner.skipped += skip
+        return skip
+
+
+def candidates(node, kind, views, s, only=None, rates=None, fixed=None, prune=None) -> dict:
     """{strategy: Cand}; a block-sparse result's layout gives its holes no site."""
     if kind in ("matmul", "einsum", "contraction"):
-        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, fixed=fixed)
+        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, fixed=fixed, prune=prune)
     elif isinstance(node, tra.Join):
         cands = C.join_alone(node, views[0], views[1], s, only)
     elif isinstance(node, tra.Aggregate):
@@ -196,7 +260,8 @@ def candidates(node, kind, views, s, only=None, rates=None, fixed=None) -> dict:
 
 def plan_node(node, alts, s, memory_limit, force, keep, rates):
     kind = kind_of(node)
-    options, rejected = [], {}
+    options: list[Alt] = []
+    rejected: dict[str, int] = {}
     wanted = forced(force, kind)
     work: list[tuple[tuple, str | None]] = [(c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])]
     if wanted is None and isinstance(node, tra.Join) and kind == "join":
@@ -204,11 +269,20 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
             (combo, name) for combo, _ in work if (name := C.co_located(node, views_of(combo), s))
         ]
         work = together or work  # inputs already together: that plan moves nothing, no search
+    prunes = (
+        s >= PRUNE_SITES
+        and wanted is None
+        and memory_limit is None
+        and not TERMS
+        and kind in ("matmul", "einsum", "contraction")
+    )
     for combo, only in work:
-        cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates)
+        pruner = Pruner(node, combo, rates, keep, options, s) if prunes and only is None else None
+        cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates, prune=pruner)
         if wanted is not None and wanted not in cands:
             raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; candidates are {sorted(cands)}")
-        made = {name: combine(node, name, c, combo, rates) for name, c in cands.items()}
+        kept = pruner.made if pruner is not None else {}
+        made = {name: kept.get(name) or combine(node, name, c, combo, rates) for name, c in cands.items()}
         table = {name: (a.bytes, a.seconds) for name, a in made.items()}
         for name, a in made.items():
             if wanted is not None and name != wanted:
