@@ -1,10 +1,13 @@
 """dask_tra: blocked arrays as tensor relations, planned by a cost-based optimizer, run on Dask."""
 
-from . import config, diagnostics
+from . import (
+    config,
+    core,  # noqa: F401 (dask_tra.core.RelArray, the class's old home, still works)
+    diagnostics,
+)
 from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at dask_tra.array)
 from .array import __all__ as _array_all
 from .array.core import RelArray
-from . import core  # noqa: F401 (dask_tra.core.RelArray, the class's old home, still works)
 from .autodiff import grad, value_and_grad
 from .dask.rates import calibrate
 

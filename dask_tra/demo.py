@@ -26,11 +26,11 @@ dask_tra, dask.array: wall time of the product; da moved: bytes dask.array moved
 
 
 def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
+    from dask.utils import format_bytes
     from distributed import Client, LocalCluster
 
-    from dask.utils import format_bytes
-
     import dask_tra as dt
+
     from .optimizer.explain import short_strategy
 
     if scheduler:

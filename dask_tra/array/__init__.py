@@ -8,18 +8,20 @@ Inputs) that the optimizer plans as a whole at compute time. One module per fami
 
 from numpy import e, inf, nan, newaxis, pi  # noqa: F401
 
-from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
-from . import (
+from . import (  # noqa: E402
     blocklayout,
-    chunk_types,
     blocksparse,
+    chunk_types,
     contractions,
     creation,
     datadependent,
     elementwise,
+    fft,
     fill,
     gufuncs,
     io,
+    linalg,
+    ma,  # noqa: E402,F401 (dask.array.ma)
     manipulation,
     nanreductions,
     overlap,
@@ -34,38 +36,34 @@ from . import (
     treereduce,
     utils,
 )
-from . import fft, linalg  # noqa: E402
-from . import ma  # noqa: E402,F401 (dask.array.ma)
+from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
+from . import core as _core  # noqa: E402
+from .blocklayout import *  # noqa: F401,F403
+from .blocksparse import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
 from .chunk_types import *  # noqa: F401,F403
-from .blocksparse import *  # noqa: F401,F403
 from .contractions import *  # noqa: F401,F403
+from .core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
 from .creation import *  # noqa: F401,F403
 from .creation import array  # noqa: F401 (= asarray; not in __all__, see below)
+from .datadependent import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .fill import *  # noqa: F401,F403
+from .gufuncs import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
-from .rechunk import rechunk  # noqa: F401
-from .reductions import *  # noqa: F401,F403
+from .linalg.norms import diagonal, trace  # noqa: F401
 from .manipulation import *  # noqa: F401,F403
 from .nanreductions import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .quantiles import *  # noqa: F401,F403
+from .rechunk import rechunk  # noqa: F401
+from .reductions import *  # noqa: F401,F403
+from .routines import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
 from .stacking import *  # noqa: F401,F403
 from .structure import *  # noqa: F401,F403
-from .linalg.norms import diagonal, trace  # noqa: F401
-from .sorting import *  # noqa: F401,F403
-from .routines import *  # noqa: F401,F403
-from .datadependent import *  # noqa: F401,F403
-from .blocklayout import *  # noqa: F401,F403
-from .fill import *  # noqa: F401,F403
-from .gufuncs import *  # noqa: F401,F403
 from .treereduce import *  # noqa: F401,F403
 from .utils import *  # noqa: F401,F403
-
-
-from .core import RelArray as Array  # noqa: E402 (dask.array's name: ``isinstance(x, da.Array)``)
-
-from . import core as _core  # noqa: E402
 
 _core.map_blocks = _blockwise.map_blocks  # dask.array.core has it too; core itself cannot import blockwise
 from . import joint  # noqa: E402

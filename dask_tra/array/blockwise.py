@@ -27,7 +27,7 @@ from numbers import Integral
 import numpy as np
 
 from .. import backends
-from ..dask.sources import Source, Ref, fresh_name
+from ..dask.sources import Ref, Source, fresh_name
 from ..tra import Input, Join, RelationType, Transform
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
@@ -337,8 +337,8 @@ def _blockwise(
 ):
     """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
     their index (``None`` for a value passed as is). See the module doc for the lowering."""
-    from .rechunk import rechunk_axes
     from .creation import asarray as _asarray
+    from .rechunk import rechunk_axes
 
     if len(args) % 2:
         raise ValueError("blockwise: arguments must alternate arrays and their indices")
@@ -1010,8 +1010,8 @@ def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kw
     """numpy.lib.stride_tricks.sliding_window_view: the window dims come last. Each output block
     reads its block plus ``window - 1`` following elements (a gather), then NumPy makes the
     windows on it (``blockwise``)."""
-    from .rechunk import take
     from .creation import asarray as _asarray
+    from .rechunk import take
 
     x = _asarray(x)
     window_shape = tuple(int(w) for w in np.atleast_1d(window_shape))

@@ -25,10 +25,10 @@ from ..tra import Aggregate, Filter, Join, Transform
 from ..tra import kernels as K
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyPred, dims_equal
+from .creation import asarray
 from .elementwise import conj, multiply
 from .kernels import ExtendedEinsum, npx
 from .rechunk import rechunk_axes
-from .creation import asarray
 from .relations import axis_of, nbytes, rekey, wrap
 from .structure import moveaxis, ravel, reshape, transpose
 from .subscripts import read_subscripts

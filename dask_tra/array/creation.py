@@ -9,10 +9,10 @@ import numpy as np
 
 from .. import backends, config
 from ..dask.sources import ArraySource, ConstantSource, DaskSource
-from .lazy import user_name, from_lazy, is_lazy
-from .rechunk import rechunk
 from ..tra import Transform
 from .kernels import Reshape, ToBackend
+from .lazy import from_lazy, is_lazy, user_name
+from .rechunk import rechunk
 from .relations import (
     BlockSource,
     auto_chunks,

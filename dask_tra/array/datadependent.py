@@ -22,14 +22,13 @@ import numpy as np
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
 from ..tra.relation import ChunkAxis
-from .linalg.kernels import FieldsKernel
 from . import reductions
-from .creation import from_array
+from .creation import asarray, from_array
+from .linalg.kernels import FieldsKernel
 from .rechunk import rechunk
+from .relations import axis_of, rekey, wrap
 from .stacking import concatenate, stack
 from .structure import ravel
-from .creation import asarray
-from .relations import axis_of, rekey, wrap
 
 
 def _mask(a):

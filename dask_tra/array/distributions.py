@@ -223,9 +223,8 @@ def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
 
 def permutation(x, seed=None):
     """A random permutation of ``arange(x)`` (x an int) or of ``x`` along its first axis."""
-    from .creation import arange
+    from .creation import arange, asarray
     from .rechunk import take
-    from .creation import asarray
 
     x = arange(int(x)) if np.ndim(x) == 0 and not hasattr(x, "shape") else asarray(x)
     index = np.random.default_rng(_seed_of(seed)).permutation(x.shape[0])

@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
+from .. import backends
 from ..tra import Join, Transform
 from ..tra import kernels as K
 from ..tra.vjp import P, register_partials
-from .. import backends
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes, unified_chunks, warn_more_blocks
-from .relations import check_dtype, is_array, is_scalar, nbytes, rekey, reject_masked, wrap
+from .relations import check_dtype, is_array, is_scalar, nbytes, reject_masked, rekey, wrap
 
 _FACTS = {np.add: K.add, np.multiply: K.mul, np.subtract: K.sub, np.maximum: K.maximum, np.minimum: K.minimum}
 

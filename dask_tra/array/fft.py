@@ -14,8 +14,8 @@ import numpy as np
 
 from ..tra import Transform
 from ..tra.relation import ChunkAxis
-from .linalg.kernels import FieldsKernel, on_host
 from .creation import asarray
+from .linalg.kernels import FieldsKernel, on_host
 from .relations import axis_of, wrap
 
 _KINDS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")

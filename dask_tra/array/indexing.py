@@ -82,7 +82,7 @@ def getitem(x, index):
     if len(arrays) > 1 or (arrays and split and any(e[0] == "new" for e in entries)):
         return _several_arrays(x, entries, split)
     starts, axis = [], 0
-    for kind, v, k in entries:
+    for _kind, _v, k in entries:
         starts.append(axis)
         axis += k
     for (kind, v, k), ax in reversed(list(zip(entries, starts))):  # right to left: axes stay put
@@ -108,7 +108,7 @@ def getitem(x, index):
         if kind == "int" or idx.ndim != 1:
             x = reshape(x, x.shape[:ax] + idx.shape + x.shape[ax + 1 :])
     pos, adv, new_axes = 0, None, []
-    for kind, v, k in entries:  # output positions: of the array index's dims, of new axes
+    for kind, v, _k in entries:  # output positions: of the array index's dims, of new axes
         if kind == "new":
             new_axes.append(pos + len(new_axes))
         elif kind in ("array", "mask"):
@@ -143,7 +143,7 @@ def _several_arrays(x, entries, split):
         x, entries = expand_dims(x, tuple(new_at)), fixed
     adjacent, placed = not split, False
     basic, points, layout, n_rest, n_new, ax = [], [], [], 0, 0, 0
-    for kind, v, k in entries:
+    for kind, v, _k in entries:
         if kind == "new":
             layout.append(("new", n_new))
             n_new += 1

@@ -15,10 +15,10 @@ moving it where they need it: each forward intermediate is computed once.
 
 from __future__ import annotations
 
-from .core import RelArray
-from .planview import explain_of
 from ..dask.collection import DaskCollection
 from ..dask.sources import fresh_name
+from .core import RelArray
+from .planview import explain_of
 
 
 class Joint(DaskCollection):

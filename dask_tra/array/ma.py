@@ -90,8 +90,8 @@ def _scalar_only(value, what):
 
 
 def _apply(name, fn, *args, dtype=None):
-    from .kernels import Op
     from ..tra.kernels import Bound
+    from .kernels import Op
 
     if isinstance(fn, tuple):  # constants bound into the kernel: named in it (plans are cached by name)
         name = f"{name}[{','.join(repr(p) for p in fn[1:])}]"

@@ -11,10 +11,10 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..tra import Join
 from ..tra.vjp import register_partials
+from .creation import asarray
 from .elementwise import elementwise, subtract
 from .kernels import Op, Triangle, npx
 from .rechunk import run_chunks, take
-from .creation import asarray
 from .relations import BlockSource, auto_chunks, axes_of, axis_of, grid, offsets, param_relation, wrap, wrap_source
 from .stacking import concatenate
 from .structure import ravel, reshape

@@ -9,9 +9,9 @@ from collections import namedtuple as _namedtuple
 from . import linalg as _la
 from .contractions import matmul, vecdot  # noqa: F401
 from .contractions import tensordot as _tensordot
+from .creation import asarray as _asarray
 from .linalg.batched import batched as _batched
 from .linalg.batched import batched_solve as _batched_solve
-from .creation import asarray as _asarray
 from .structure import matrix_transpose  # noqa: F401
 
 QRResult = _namedtuple("QRResult", ["Q", "R"])

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rechunk import take
 from .creation import asarray
+from .rechunk import take
 
 _INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
 _STAT_MODES = {"maximum": "max", "minimum": "min", "mean": "mean"}

@@ -16,9 +16,9 @@ import uuid
 
 from dask.array.svg import draw_sizes, grid_points, svg_grid, text_style
 
-from ..optimizer.blocks import LIMIT, BlockGrid
 from ..dask.collection import local_words
 from ..dask.rates import rate_sources
+from ..optimizer.blocks import LIMIT, BlockGrid
 from ..optimizer.explain import Explain, register_html
 
 SIZE = 120  # pixels, the longest side of a grid (dask.array's repr uses 120 too)

@@ -243,6 +243,7 @@ def rechunk_axes(x, chunks: dict) -> Rel:
 def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=False, method=None):
     """dask.array.rechunk: new chunks given like dask (int, tuple, dict, 'auto', -1, None)."""
     from dask.array.core import normalize_chunks
+
     from .relations import axis_of, wrap
 
     if isinstance(chunks, dict):

@@ -32,9 +32,9 @@ from ..tra import kernels as K
 from ..tra.kernels import Bound
 from ..tra.relation import ChunkAxis
 from ..tra.vjp import register_partials
+from .creation import asarray
 from .elementwise import astype, elementwise, isnan, logical_not, not_equal
 from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, Reshape, along, dtype_of, npx
-from .creation import asarray
 from .methods import handle_out
 from .rechunk import even_chunks, rechunk_axes
 from .relations import axes_of, axis_of, check_dtype, grid, offsets, param_relation, rekey, wrap

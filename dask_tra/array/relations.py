@@ -20,8 +20,8 @@ from ..dask.sources import Source, content_name
 from ..tra import Input, ReKey, RelationType
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, select_dims
-from ..tra.tasks import Data
 from ..tra.relation import infer_axis
+from ..tra.tasks import Data
 from .core import RelArray
 
 SUPPORTED_KINDS = "biufc"

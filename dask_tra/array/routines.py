@@ -38,10 +38,9 @@ from .linalg.norms import diagonal
 from .manipulation import broadcast_arrays, broadcast_to, flip, tril
 from .rechunk import rechunk
 from .reductions import mean
+from .relations import axes_of, axis_of, is_array
 from .stacking import concatenate
 from .structure import atleast_2d, expand_dims, moveaxis, ravel, reshape, squeeze, transpose
-from .relations import axes_of, axis_of, is_array
-
 
 # ---------------------------------------------------------------- choosing elements
 

@@ -21,8 +21,8 @@ import numpy as np
 from ..tra import Aggregate, Concat, Join, Transform
 from ..tra import kernels as K
 from ..tra.relation import ChunkAxis
-from .linalg.kernels import FieldsKernel
 from .creation import asarray
+from .linalg.kernels import FieldsKernel
 from .relations import axis_of, is_array, offsets, param_relation, rekey, wrap
 
 

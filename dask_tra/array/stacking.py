@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..tra import Join
+from .creation import asarray
 from .kernels import Concatenate
 from .rechunk import even_chunks, gather, rechunk_axes, unified_chunks
-from .creation import asarray
 from .relations import axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
 

@@ -18,9 +18,9 @@ import numpy as np
 from ..tra import ReKey, Transform
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap
+from .creation import asarray
 from .kernels import Permute, Reshape
 from .rechunk import rechunk_axes
-from .creation import asarray
 from .relations import axes_of, axis_of, offsets, rekey, wrap
 
 

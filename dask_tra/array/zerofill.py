@@ -13,7 +13,6 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Task
 

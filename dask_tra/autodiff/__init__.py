@@ -8,9 +8,9 @@ and backward as one computation. ``nn`` has differentiable building blocks (sigm
 relu, softmax, cross-entropy, stop_gradient). See docs/autodiff.md.
 """
 
+from ..array.joint import Joint, compute
 from . import nn
 from .api import grad, value_and_grad
-from ..array.joint import Joint, compute
 from .nn import stop_gradient
 from .terms import GradError, GradKernel, Term, map_term, zip_terms
 from .vjp import P, Partial, Y, register_partials, register_vjp

@@ -36,8 +36,8 @@ from ..tra import kernels as K
 from ..tra.kernels import Bound, first_axes, with_axis
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from ..tra.relation import ChunkAxis
-from .terms import GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of, zip_terms
 from ..tra.vjp import rjp_for
+from .terms import GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of, zip_terms
 from .vjp import join_vjp, transform_vjp
 
 

@@ -107,7 +107,7 @@ class Backend:
 
     def available(self) -> bool:
         try:
-            self.module
+            _ = self.module  # imports it
         except ImportError:
             return False
         return True

@@ -9,23 +9,22 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
-from dask.utils import format_bytes
 from dask.base import DaskMethodsMixin
 from dask.highlevelgraph import HighLevelGraph
 from dask.threaded import get as threaded_get
+from dask.utils import format_bytes
 
 from .. import backends, config
-from ..optimizer import MemoryLimitError, Plan
+from ..optimizer import MemoryLimitError, Plan, plan_many
 from ..optimizer.explain import Explain
-from ..optimizer import plan_many
 from ..tra.dag import walk_many
-from .emit import emit
-from .rates import learn, planning_rates
-from .dispatch import register_worker_dispatch
-from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 from . import recovery
+from .dispatch import register_worker_dispatch
+from .emit import emit
 from .plugin import ensure_installed, snapshot
+from .rates import learn, planning_rates
 from .sites import Sites, active_client, current_sites, in_event_loop
+from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 
 
 @dataclass

@@ -42,14 +42,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask._task_spec import GraphNode, convert_legacy_task
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
+from ..optimizer import memory as mem
 from ..tra.dag import walk_many
 from ..tra.expr import Concat
-from ..optimizer import memory as mem
 from ..tra.tasks import Data
 from .ownership import Pins, mark
 from .sources import Ref, is_future
@@ -452,7 +452,7 @@ class _Tasks:
         for dk, spec in self.spec.items():
             site, reads = self.site[dk], self.reads[dk]
 
-            def delays(o):
+            def delays(o, site=site):
                 return o in self.spec and (self.site[o] != site or late[o])
 
             cands = [

@@ -26,8 +26,8 @@ from distributed import Future
 
 from .. import backends, config
 from ..tra import Input, RelationType
-from ..tra.tasks import Data
 from ..tra.blocks import normalize_chunks
+from ..tra.tasks import Data
 from .dispatch import register_worker_dispatch
 from .plugin import query_snapshot, send_hold
 

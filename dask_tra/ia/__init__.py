@@ -3,8 +3,9 @@
 No Dask here: plans are data, with a reference executor that simulates sites.
 """
 
-from .partitioning import ALL, Grid, SiteMap, part
+from .executor import execute, project
 from .nodes import (
+    IA_OPERATORS,
     Broadcast,
     Expand,
     IANode,
@@ -12,13 +13,12 @@ from .nodes import (
     LocalFilter,
     LocalJoin,
     LocalMap,
+    Placed,
+    PlanError,
+    Shuffle,
     expand,
     rekey,
     tile,
     transform,
-    Placed,
-    PlanError,
-    Shuffle,
-    IA_OPERATORS,
 )
-from .executor import execute, project
+from .partitioning import ALL, Grid, SiteMap, part

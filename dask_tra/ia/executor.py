@@ -60,7 +60,7 @@ def project(plan: IANode, res: Result) -> dict[Any, Any]:
     that differ (unfinished partial aggregates) mean the plan is not a complete result.
     """
     out: dict[Any, Any] = {}
-    for (key, site, origin), v in res.values[plan.uid].items():
+    for (key, _site, _origin), v in res.values[plan.uid].items():
         first = out.setdefault(key, v)
         if first is not v and not np.array_equal(np.asarray(first), np.asarray(v), equal_nan=True):
             raise PlanError(

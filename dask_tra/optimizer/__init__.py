@@ -16,17 +16,17 @@ from functools import cached_property, partial
 import numpy as np
 
 from ..ia.nodes import IANode
-from ..tra.dag import render
 from ..tra import expr as tra
+from ..tra.dag import render
 from ..tra.expr import Expr
 from . import cache
 from .blocks import block_grids
 from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
-from .memory import held_for_readers, largest_block, working_set
-from .local import plan_local
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
+from .local import plan_local
+from .memory import held_for_readers, largest_block, working_set
 from .rewrite import simplify
 from .search import (
     Alt,

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from ..ia import Placed, SiteMap, part
 from ..tra import expr as tra
-from . import operators
+from . import operators, twophase_strategy
 from . import strategies as S
-from . import twophase_strategy
 from .layout import Alt as IAAlt
 from .search import chosen, inputs_of, kind_of
 

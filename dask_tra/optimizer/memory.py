@@ -32,7 +32,6 @@ from .cost import Rates
 from .strategies import is_contraction
 from .symbolic import key_bytes, wsum
 
-
 FOLD_BYTES = 32 * 2**20  # the operand bytes one fold task reads at once (unless one member needs more)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ia.partitioning import part
 from ..tra import expr as tra
 from ..tra.dag import walk_many
 from ..tra.errors import TRAError
@@ -39,7 +40,6 @@ from .cost import TERMS, Rates, combine_terms, measure_terms
 from .memory import largest_block, working_set
 from .strategies import PREFERENCE, is_contraction
 from .symbolic import View, grid_layout, held, sitemap_layout
-from ..ia.partitioning import part
 
 
 class MemoryLimitError(TRAError):

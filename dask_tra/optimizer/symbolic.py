@@ -34,7 +34,6 @@ from ..ia.partitioning import Grid, part, site_table
 from ..tra.kernels import Einsum
 from ..tra.relation import RelationType
 
-
 # ---------------------------------------------------------------- per-relation facts
 
 

@@ -3,10 +3,10 @@
 This layer knows nothing of Dask or of sites.
 """
 
+from .blocks import assemble, normalize_chunks, split
 from .errors import ChunkShapeError, IntegrityError, KernelError, TRAError
-from .relation import ChunkAxis, RelationType
-from .kernels import Kernel, Elementwise, Einsum, Reduce, Custom
-from .keyfuncs import KeyMap, KeyPred
-from .expr import Expr, Input, Join, Aggregate, ReKey, Filter, Transform, Tile, Concat, OPERATORS
 from .executor import evaluate
-from .blocks import split, assemble, normalize_chunks
+from .expr import OPERATORS, Aggregate, Concat, Expr, Filter, Input, Join, ReKey, Tile, Transform
+from .kernels import Custom, Einsum, Elementwise, Kernel, Reduce
+from .keyfuncs import KeyMap, KeyPred
+from .relation import ChunkAxis, RelationType

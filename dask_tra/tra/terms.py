@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .expr import Expr, Join, ReKey, Transform
-from .keyfuncs import KeyMap
 from .kernels import Kernel
+from .keyfuncs import KeyMap
 from .vjp import GradError
 
 

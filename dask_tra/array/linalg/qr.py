@@ -22,8 +22,8 @@ import numpy as np
 
 from ...tra import Concat, Join, Tile, Transform
 from ...tra import kernels as K
-from ..rechunk import even_chunks, rechunk_axes
 from ..creation import asarray
+from ..rechunk import even_chunks, rechunk_axes
 from ..relations import rekey, wrap
 from .kernels import QRPack, RowAsVector, Rows, SVDPack, float_dtype
 

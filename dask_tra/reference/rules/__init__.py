@@ -7,6 +7,7 @@ rewrite builds new nodes and leaves its input plan as it was.
 
 from __future__ import annotations
 
+from ...tra.kernels import Composed
 from .base import Rule
 from .kernel_composition import (
     KERNEL_COMPOSITION_RULES,
@@ -32,7 +33,6 @@ from .repartition import (
     TwoPhaseAggregate,
     join_feed,
 )
-from ...tra.kernels import Composed
 from .util import FixedFrontier, rebuild
 
 ALL_RULES = KERNEL_COMPOSITION_RULES + REPARTITION_RULES

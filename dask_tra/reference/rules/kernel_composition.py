@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ...ia.nodes import LocalAggregate, LocalFilter, LocalJoin, LocalMap, local_map, rekey, transform
 from ...tra import expr as tra
-from .base import Rule
 from ...tra.kernels import Composed
+from .base import Rule
 from .util import compose_keymaps, conjunction, filtered_type, rebuild, reindexed
 
 
