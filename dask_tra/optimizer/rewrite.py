@@ -233,13 +233,7 @@ _PLAIN = {int, str, bool, type(None), tuple}
 
 def content(node: Expr) -> Any:
     """What a node computes from its children, as a hashable value (None: not comparable).
-    Kept on the node (nodes are immutable)."""
-    if "_content" not in node.__dict__:
-        node.__dict__["_content"] = _content(node)
-    return node.__dict__["_content"]
-
-
-def _content(node: Expr) -> Any:
+    Valid while the objects it names by identity (large tables) are alive: never stored."""
     try:
         if isinstance(node, tra.Input):
             return ("Input", node.name, node.constant, node.type)
@@ -256,14 +250,19 @@ def _content(node: Expr) -> Any:
     return None
 
 
-def common_subexpressions(exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
-    """``exprs`` with nodes that compute the same thing from the same inputs merged into one."""
+def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> tuple[Expr, ...]:
+    """``exprs`` with nodes that compute the same thing from the same inputs merged into one.
+    ``memo`` (id -> (node, content)) carries contents from one call to the next."""
     seen: dict[Any, Expr] = {}
     done: dict[int, Expr] = {}
+    memo = {} if memo is None else memo
     _seen.clear()
     for node in walk_many(exprs):  # children first
         kids = tuple(done[id(c)] for c in node.children)
-        own = content(node)
+        hit = memo.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = memo[id(node)] = (node, content(node))
+        own = hit[1]
         key = None if own is None else (own, tuple(id(k) for k in kids))
         found = seen.get(key) if key is not None else None
         if found is None:
@@ -281,7 +280,8 @@ def common_subexpressions(exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
 def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
     """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
     merged before and after. Each result has its expression's exact type."""
-    exprs = common_subexpressions(tuple(exprs))
+    memo: dict = {}
+    exprs = common_subexpressions(tuple(exprs), memo)
     readers: Counter = Counter(id(e) for e in exprs)  # id -> operators (and roots) reading it
     for node in walk_many(exprs):
         readers.update(id(c) for c in node.children)
@@ -344,7 +344,7 @@ def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Ex
             replaced(cur, rewrite)
             redirect[id(node)] = rewrite
     out = tuple(done[id(e)] for e in exprs)
-    return common_subexpressions(out) if redirect else out  # rewrites can make equal nodes
+    return common_subexpressions(out, memo) if redirect else out  # rewrites can make equal nodes
 
 
 def _first_rewrite(node: Expr, rules: tuple[Rule, ...], sole: Sole) -> Expr | None:
