@@ -67,47 +67,27 @@ def handle_out(out, result):
     return out
 
 
-def _binary(name, reflected=False):
-    def op(self, other):
-        from .dispatch import _known
+def _operate(name, x, y, reflected=False):
+    """``dask_tra.array.<name>(x, y)`` (``(y, x)`` when ``reflected``) for a binary operator of
+    ``x``; NotImplemented for an operand that RelArrays defer to (NEP 13: its type answers)."""
+    from .dispatch import _known
 
-        if not _known(other) and not hasattr(other, "dask"):
-            return NotImplemented
-        f = getattr(_da(), name)
-        return f(other, self) if reflected else f(self, other)
-
-    op.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return op
+    if not _known(y) and not hasattr(y, "dask"):
+        return NotImplemented
+    f = getattr(_da(), name)
+    return f(y, x) if reflected else f(x, y)
 
 
-def _unary(name):
-    def op(self):
-        return getattr(_da(), name)(self)
-
-    return op
-
-
-def _method(name):
-    def m(self, *args, **kwargs):
-        return getattr(_da(), name)(self, *args, **kwargs)
-
-    m.__name__ = name
-    m.__doc__ = f"See ``dask_tra.array.{name}``."
-    return m
-
-
-def _scalar(convert):
-    def to(self):
-        if self.size != 1 and convert is bool:  # NumPy's exception types
-            raise ValueError(
-                f"The truth value of an array with more than one element is ambiguous "
-                f"(size {self.size}). Use a.any() or a.all()"
-            )
-        if self.size != 1:
-            raise TypeError(f"only arrays of size 1 can be converted to Python scalars (size {self.size})")
-        return convert(self.compute().reshape(()).item())
-
-    return to
+def _to_scalar(x, convert):
+    """``convert`` (bool, int, float, complex) of a one-element array's value, computed."""
+    if x.size != 1 and convert is bool:  # NumPy's exception types
+        raise ValueError(
+            f"The truth value of an array with more than one element is ambiguous "
+            f"(size {x.size}). Use a.any() or a.all()"
+        )
+    if x.size != 1:
+        raise TypeError(f"only arrays of size 1 can be converted to Python scalars (size {x.size})")
+    return convert(x.compute().reshape(()).item())
 
 
 def _cast(value, dtype):
@@ -386,25 +366,6 @@ def _assigned(x, key, value):
     return y if y.chunks == x.chunks else y.rechunk(x.chunks)
 
 
-_OPS = {
-    "add": "add",
-    "sub": "subtract",
-    "mul": "multiply",
-    "truediv": "true_divide",
-    "floordiv": "floor_divide",
-    "mod": "remainder",
-    "pow": "power",
-    "and": "bitwise_and",
-    "or": "bitwise_or",
-    "xor": "bitwise_xor",
-    "lshift": "left_shift",
-    "rshift": "right_shift",
-    "divmod": "divmod",
-    "matmul": "matmul",
-}
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
-
-
 def view_block(x, dtype, order="C"):
     """dask's ``chunk.view``: a block reinterpreted as ``dtype`` (C or Fortran order)."""
     if order == "C":
@@ -416,25 +377,30 @@ class ArrayMethods:
     __hash__ = object.__hash__
 
     def __index__(self):
+        """``operator.index(self)`` of a one-element integer array (computes it)."""
         if self.dtype.kind not in "iu":
             raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
-        return _scalar(int)(self)
+        return _to_scalar(self, int)
 
     def flatten(self):
+        """``self`` flattened to one dimension: ``dask_tra.array.ravel``."""
         return _da().ravel(self)
 
     def nonzero(self):
+        """The indices of the non-zero elements, one array per axis: ``dask_tra.array.nonzero``."""
         return _da().nonzero(self)
 
     def transpose(self, *axes):
+        """``self`` with its axes permuted (reversed without ``axes``): ``dask_tra.array.transpose``."""
         if len(axes) == 1 and (axes[0] is None or np.ndim(axes[0]) == 1):
             axes = axes[0]
         return _da().transpose(self, axes or None)
 
-    def reshape(self, *shape, order="C", **kwargs):
+    def reshape(self, *shape, order="C", merge_chunks=True, limit=None, copy=None):
+        """``self`` with shape ``shape`` (a tuple or integers): ``dask_tra.array.reshape``."""
         if len(shape) == 1 and np.ndim(shape[0]) == 1:
             shape = shape[0]
-        return _da().reshape(self, shape, order=order, **kwargs)
+        return _da().reshape(self, shape, order=order, merge_chunks=merge_chunks, limit=limit, copy=copy)
 
     @property
     def T(self):
@@ -475,6 +441,7 @@ class ArrayMethods:
         return chunk_device(self.expr, self.sources)
 
     def to_device(self, device, /, *, stream=None):
+        """``self`` (Array API): its chunks already live on ``self.device``; another device raises."""
         if device is not None and device != self.device:
             raise ValueError(
                 f"unsupported device {device!r} for chunks on {self.device!r}; convert with to_backend(backend, device)"
@@ -491,15 +458,18 @@ class ArrayMethods:
         return self
 
     def __len__(self):
+        """The length of the first axis."""
         if not self.ndim:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
     def __iter__(self):
+        """The sub-arrays ``self[0]``, ``self[1]``, ... along the first axis."""
         for i in range(len(self)):
             yield self[i]
 
     def __getitem__(self, index):
+        """``self[index]``: basic, integer-array and boolean indexing (``dask_tra.array.indexing``)."""
         from .indexing import getitem
 
         return getitem(self, index)
@@ -523,6 +493,7 @@ class ArrayMethods:
         self._plans, self._last_entry = {}, None  # plans of the old expression
 
     def __array__(self, dtype=None, copy=None):
+        """The computed array, as NumPy's (``np.asarray(self)``)."""
         from ..backends import to_numpy
 
         if copy is False:  # as dask.array: the result is a fresh array, never a view of ours
@@ -536,16 +507,19 @@ class ArrayMethods:
         return out if dtype is None else out.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs on RelArrays build lazy expressions (NEP 13; ``dispatch.array_ufunc``)."""
         from .dispatch import array_ufunc
 
         return array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions on RelArrays call the namespace's (NEP 18; ``dispatch.array_function``)."""
         from .dispatch import array_function
 
         return array_function(func, types, args, kwargs)
 
     def __array_namespace__(self, *, api_version=None):
+        """The Array API namespace, ``dask_tra.array.namespace``."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}")
         from . import namespace
@@ -553,6 +527,7 @@ class ArrayMethods:
         return namespace
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The computed array's DLPack capsule (on the host)."""
         kwargs = {
             k: v
             for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device), ("copy", copy))
@@ -561,6 +536,7 @@ class ArrayMethods:
         return np.asarray(self).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        """DLPack's device of ``__dlpack__``: the CPU."""
         return (1, 0)
 
     @property
@@ -623,65 +599,337 @@ class ArrayMethods:
         return _da().shuffle(self, indexer, axis, chunks=chunks)
 
     def map_blocks(self, func, *args, **kwargs):
+        """``func`` applied to each block: ``dask_tra.array.map_blocks``."""
         return _da().map_blocks(func, self, *args, **kwargs)
 
     def map_overlap(self, func, depth, boundary=None, trim=True, **kwargs):
+        """``func`` applied to each block with ``depth`` neighbouring elements: ``dask_tra.array.map_overlap``."""
         return _da().map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
 
     def store(self, target, **kwargs):
+        """The values written into ``target``: ``dask_tra.array.store``."""
         return _da().store(self, target, **kwargs)
 
-    def to_zarr(self, *args, **kwargs):
-        return _da().to_zarr(self, *args, **kwargs)
+    def to_zarr(
+        self,
+        url,
+        component=None,
+        storage_options=None,
+        overwrite=False,
+        region=None,
+        compute=True,
+        return_stored=False,
+        zarr_format=None,
+        complete_attr=None,
+        **kwargs,
+    ):
+        """The values written to the Zarr array at ``url``: ``dask_tra.array.to_zarr``."""
+        return _da().to_zarr(
+            self,
+            url,
+            component,
+            storage_options,
+            overwrite,
+            region,
+            compute,
+            return_stored,
+            zarr_format,
+            complete_attr,
+            **kwargs,
+        )
 
     def to_hdf5(self, filename, datapath, **kwargs):
+        """The values written to dataset ``datapath`` of HDF5 file ``filename``: ``dask_tra.array.to_hdf5``."""
         return _da().to_hdf5(filename, datapath, self, **kwargs)
 
     def to_delayed(self, optimize_graph=True):
+        """The blocks as an array of Delayed objects: ``dask_tra.array.to_delayed``."""
         return _da().to_delayed(self, optimize_graph)
 
     def _repr_html_(self):
+        """The notebook's view: a table of the array's attributes and a chunk diagram."""
         from .display import repr_html
 
         return repr_html(self)
 
+    # ---------------------------------------------------------------- operators (NumPy's semantics)
 
-for _py, _name in _OPS.items():
-    setattr(ArrayMethods, f"__{_py}__", _binary(_name))
-    setattr(ArrayMethods, f"__r{_py}__", _binary(_name, reflected=True))
-for _py, _name in _CMP.items():
-    setattr(ArrayMethods, f"__{_py}__", _binary(_name))
-for _py, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "absolute"), ("invert", "invert")):
-    setattr(ArrayMethods, f"__{_py}__", _unary(_name))
-for _py, _convert in (("bool", bool), ("int", int), ("float", float), ("complex", complex)):
-    setattr(ArrayMethods, f"__{_py}__", _scalar(_convert))
-for _name in (
-    "astype",
-    "sum",
-    "prod",
-    "mean",
-    "var",
-    "std",
-    "moment",
-    "min",
-    "max",
-    "argmin",
-    "argmax",
-    "any",
-    "all",
-    "cumsum",
-    "cumprod",
-    "dot",
-    "swapaxes",
-    "squeeze",
-    "ravel",
-    "rechunk",
-    "round",
-    "clip",
-    "conj",
-    "repeat",
-    "to_backend",
-):
-    setattr(ArrayMethods, _name, _method(_name))
-ArrayMethods.conjugate = ArrayMethods.conj
-del _py, _name, _convert
+    def __add__(self, other):
+        """``self + other``: ``dask_tra.array.add``."""
+        return _operate("add", self, other)
+
+    def __radd__(self, other):
+        """``other + self``: ``dask_tra.array.add``."""
+        return _operate("add", self, other, reflected=True)
+
+    def __sub__(self, other):
+        """``self - other``: ``dask_tra.array.subtract``."""
+        return _operate("subtract", self, other)
+
+    def __rsub__(self, other):
+        """``other - self``: ``dask_tra.array.subtract``."""
+        return _operate("subtract", self, other, reflected=True)
+
+    def __mul__(self, other):
+        """``self * other``: ``dask_tra.array.multiply``."""
+        return _operate("multiply", self, other)
+
+    def __rmul__(self, other):
+        """``other * self``: ``dask_tra.array.multiply``."""
+        return _operate("multiply", self, other, reflected=True)
+
+    def __truediv__(self, other):
+        """``self / other``: ``dask_tra.array.true_divide``."""
+        return _operate("true_divide", self, other)
+
+    def __rtruediv__(self, other):
+        """``other / self``: ``dask_tra.array.true_divide``."""
+        return _operate("true_divide", self, other, reflected=True)
+
+    def __floordiv__(self, other):
+        """``self // other``: ``dask_tra.array.floor_divide``."""
+        return _operate("floor_divide", self, other)
+
+    def __rfloordiv__(self, other):
+        """``other // self``: ``dask_tra.array.floor_divide``."""
+        return _operate("floor_divide", self, other, reflected=True)
+
+    def __mod__(self, other):
+        """``self % other``: ``dask_tra.array.remainder``."""
+        return _operate("remainder", self, other)
+
+    def __rmod__(self, other):
+        """``other % self``: ``dask_tra.array.remainder``."""
+        return _operate("remainder", self, other, reflected=True)
+
+    def __pow__(self, other):
+        """``self ** other``: ``dask_tra.array.power``."""
+        return _operate("power", self, other)
+
+    def __rpow__(self, other):
+        """``other ** self``: ``dask_tra.array.power``."""
+        return _operate("power", self, other, reflected=True)
+
+    def __and__(self, other):
+        """``self & other``: ``dask_tra.array.bitwise_and``."""
+        return _operate("bitwise_and", self, other)
+
+    def __rand__(self, other):
+        """``other & self``: ``dask_tra.array.bitwise_and``."""
+        return _operate("bitwise_and", self, other, reflected=True)
+
+    def __or__(self, other):
+        """``self | other``: ``dask_tra.array.bitwise_or``."""
+        return _operate("bitwise_or", self, other)
+
+    def __ror__(self, other):
+        """``other | self``: ``dask_tra.array.bitwise_or``."""
+        return _operate("bitwise_or", self, other, reflected=True)
+
+    def __xor__(self, other):
+        """``self ^ other``: ``dask_tra.array.bitwise_xor``."""
+        return _operate("bitwise_xor", self, other)
+
+    def __rxor__(self, other):
+        """``other ^ self``: ``dask_tra.array.bitwise_xor``."""
+        return _operate("bitwise_xor", self, other, reflected=True)
+
+    def __lshift__(self, other):
+        """``self << other``: ``dask_tra.array.left_shift``."""
+        return _operate("left_shift", self, other)
+
+    def __rlshift__(self, other):
+        """``other << self``: ``dask_tra.array.left_shift``."""
+        return _operate("left_shift", self, other, reflected=True)
+
+    def __rshift__(self, other):
+        """``self >> other``: ``dask_tra.array.right_shift``."""
+        return _operate("right_shift", self, other)
+
+    def __rrshift__(self, other):
+        """``other >> self``: ``dask_tra.array.right_shift``."""
+        return _operate("right_shift", self, other, reflected=True)
+
+    def __divmod__(self, other):
+        """``divmod(self, other)``: ``dask_tra.array.divmod``."""
+        return _operate("divmod", self, other)
+
+    def __rdivmod__(self, other):
+        """``divmod(other, self)``: ``dask_tra.array.divmod``."""
+        return _operate("divmod", self, other, reflected=True)
+
+    def __matmul__(self, other):
+        """``self @ other``: ``dask_tra.array.matmul``."""
+        return _operate("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        """``other @ self``: ``dask_tra.array.matmul``."""
+        return _operate("matmul", self, other, reflected=True)
+
+    def __eq__(self, other):
+        """``self == other``: ``dask_tra.array.equal`` (a lazy boolean array)."""
+        return _operate("equal", self, other)
+
+    def __ne__(self, other):
+        """``self != other``: ``dask_tra.array.not_equal`` (a lazy boolean array)."""
+        return _operate("not_equal", self, other)
+
+    def __lt__(self, other):
+        """``self < other``: ``dask_tra.array.less`` (a lazy boolean array)."""
+        return _operate("less", self, other)
+
+    def __le__(self, other):
+        """``self <= other``: ``dask_tra.array.less_equal`` (a lazy boolean array)."""
+        return _operate("less_equal", self, other)
+
+    def __gt__(self, other):
+        """``self > other``: ``dask_tra.array.greater`` (a lazy boolean array)."""
+        return _operate("greater", self, other)
+
+    def __ge__(self, other):
+        """``self >= other``: ``dask_tra.array.greater_equal`` (a lazy boolean array)."""
+        return _operate("greater_equal", self, other)
+
+    def __neg__(self):
+        """``-self``: ``dask_tra.array.negative``."""
+        return _da().negative(self)
+
+    def __pos__(self):
+        """``+self``: ``dask_tra.array.positive``."""
+        return _da().positive(self)
+
+    def __abs__(self):
+        """``abs(self)``: ``dask_tra.array.absolute``."""
+        return _da().absolute(self)
+
+    def __invert__(self):
+        """``~self``: ``dask_tra.array.invert``."""
+        return _da().invert(self)
+
+    # ---------------------------------------------------------------- conversions to Python scalars (compute)
+
+    def __bool__(self):
+        """``bool(self)`` of a one-element array (computes it)."""
+        return _to_scalar(self, bool)
+
+    def __int__(self):
+        """``int(self)`` of a one-element array (computes it)."""
+        return _to_scalar(self, int)
+
+    def __float__(self):
+        """``float(self)`` of a one-element array (computes it)."""
+        return _to_scalar(self, float)
+
+    def __complex__(self):
+        """``complex(self)`` of a one-element array (computes it)."""
+        return _to_scalar(self, complex)
+
+    # ---------------------------------------------------------------- methods of the namespace's functions
+
+    def astype(self, dtype, casting="unsafe", copy=True, **kwargs):
+        """``self`` cast to ``dtype`` (``order=`` is ignored, as dask does): ``dask_tra.array.astype``."""
+        return _da().astype(self, dtype, casting=casting, copy=copy, **kwargs)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The sum over ``axis`` (None: all axes): ``dask_tra.array.sum``."""
+        return _da().sum(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The product over ``axis`` (None: all axes): ``dask_tra.array.prod``."""
+        return _da().prod(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The mean over ``axis`` (None: all axes): ``dask_tra.array.mean``."""
+        return _da().mean(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def var(
+        self, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kwargs
+    ):
+        """The variance over ``axis`` (None: all axes): ``dask_tra.array.var``."""
+        return _da().var(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
+
+    def std(
+        self, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kwargs
+    ):
+        """The standard deviation over ``axis`` (None: all axes): ``dask_tra.array.std``."""
+        return _da().std(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
+
+    def moment(self, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None):
+        """The ``order``-th central moment over ``axis``: ``dask_tra.array.moment``."""
+        return _da().moment(self, order, axis, dtype, keepdims, ddof, split_every, out=out)
+
+    def min(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The minimum over ``axis`` (None: all axes): ``dask_tra.array.min``."""
+        return _da().min(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def max(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The maximum over ``axis`` (None: all axes): ``dask_tra.array.max``."""
+        return _da().max(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def argmin(self, axis=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The index of the minimum along ``axis`` (None: of the flattened array): ``dask_tra.array.argmin``."""
+        return _da().argmin(self, axis, keepdims, split_every, out=out, **kwargs)
+
+    def argmax(self, axis=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """The index of the maximum along ``axis`` (None: of the flattened array): ``dask_tra.array.argmax``."""
+        return _da().argmax(self, axis, keepdims, split_every, out=out, **kwargs)
+
+    def any(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """Whether any element along ``axis`` (None: all axes) is true: ``dask_tra.array.any``."""
+        return _da().any(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def all(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
+        """Whether all elements along ``axis`` (None: all axes) are true: ``dask_tra.array.all``."""
+        return _da().all(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+
+    def cumsum(self, axis=None, dtype=None, out=None, method="sequential", **kwargs):
+        """The cumulative sum along ``axis`` (None: of the flattened array): ``dask_tra.array.cumsum``."""
+        return _da().cumsum(self, axis, dtype, out=out, method=method, **kwargs)
+
+    def cumprod(self, axis=None, dtype=None, out=None, method="sequential", **kwargs):
+        """The cumulative product along ``axis`` (None: of the flattened array): ``dask_tra.array.cumprod``."""
+        return _da().cumprod(self, axis, dtype, out=out, method=method, **kwargs)
+
+    def dot(self, other, out=None):
+        """The dot product of ``self`` and ``other``: ``dask_tra.array.dot``."""
+        return _da().dot(self, other, out)
+
+    def swapaxes(self, axis1, axis2):
+        """``self`` with axes ``axis1`` and ``axis2`` interchanged: ``dask_tra.array.swapaxes``."""
+        return _da().swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        """``self`` without its axes of length one (or those of ``axis``): ``dask_tra.array.squeeze``."""
+        return _da().squeeze(self, axis)
+
+    def ravel(self):
+        """``self`` flattened to one dimension (C order): ``dask_tra.array.ravel``."""
+        return _da().ravel(self)
+
+    def rechunk(self, chunks="auto", threshold=None, block_size_limit=None, balance=False, method=None):
+        """``self`` with blocks ``chunks``: ``dask_tra.array.rechunk``."""
+        return _da().rechunk(self, chunks, threshold, block_size_limit, balance, method)
+
+    def round(self, decimals=0):
+        """``self`` rounded to ``decimals`` decimals: ``dask_tra.array.round``."""
+        return _da().round(self, decimals)
+
+    def clip(self, min=None, max=None, **kwargs):  # noqa: A002 (NumPy's and dask's parameter names)
+        """``self`` limited to ``[min, max]`` (``a_min=``/``a_max=`` also taken): ``dask_tra.array.clip``."""
+        return _da().clip(self, **{"a_min": min, "a_max": max, **kwargs})
+
+    def conj(self):
+        """The complex conjugate, element-wise: ``dask_tra.array.conj``."""
+        return _da().conj(self)
+
+    def conjugate(self):
+        """The complex conjugate, element-wise (``conj``): ``dask_tra.array.conj``."""
+        return _da().conj(self)
+
+    def repeat(self, repeats, axis=None):
+        """Each element repeated ``repeats`` times along ``axis`` (None: flattened): ``dask_tra.array.repeat``."""
+        return _da().repeat(self, repeats, axis)
+
+    def to_backend(self, backend=None, device=None):
+        """``self`` with chunks of another library (numpy, cupy, torch): ``dask_tra.array.to_backend``."""
+        return _da().to_backend(self, backend, device)

@@ -13,8 +13,8 @@ import numpy as np
 from ..dask.sources import RandomSource
 from . import distributions
 from .creation import _shape
-from .relations import auto_chunks, check_dtype, wrap_source
 from .distributions import *  # every distribution, re-exported
+from .relations import auto_chunks, check_dtype, wrap_source
 
 
 def _make(method, shape, chunks, seed, dtype=np.float64, **params):
@@ -95,18 +95,123 @@ class Generator:
     def multivariate_hypergeometric(self, colors, nsample, size=None, method="marginals", chunks="auto", **kw):
         return distributions.multivariate_hypergeometric(colors, nsample, size, method, chunks, self._seed())
 
+    # the distributions of ``distributions.TABLE``, scalar parameters (NumPy's names and defaults)
 
-def _method(name):
-    def m(self, *args, size=None, chunks="auto", **kwargs):
-        return getattr(distributions, name)(*args, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+    def beta(self, a, b, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.beta`` (seeded from this generator)."""
+        return distributions.beta(a, b, size=size, chunks=chunks, seed=self._seed(), **kwargs)
 
-    m.__name__ = name
-    m.__doc__ = f"See ``dask_tra.array.random.{name}``."
-    return m
+    def binomial(self, n, p, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.binomial`` (seeded from this generator)."""
+        return distributions.binomial(n, p, size=size, chunks=chunks, seed=self._seed(), **kwargs)
 
+    def chisquare(self, df, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.chisquare`` (seeded from this generator)."""
+        return distributions.chisquare(df, size=size, chunks=chunks, seed=self._seed(), **kwargs)
 
-for _name in distributions.TABLE:
-    setattr(Generator, _name, _method(_name))
+    def exponential(self, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.exponential`` (seeded from this generator)."""
+        return distributions.exponential(scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def f(self, dfnum, dfden, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.f`` (seeded from this generator)."""
+        return distributions.f(dfnum, dfden, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def gamma(self, shape, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.gamma`` (seeded from this generator)."""
+        return distributions.gamma(shape, scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def geometric(self, p, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.geometric`` (seeded from this generator)."""
+        return distributions.geometric(p, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def gumbel(self, loc=0.0, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.gumbel`` (seeded from this generator)."""
+        return distributions.gumbel(loc, scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def hypergeometric(self, ngood, nbad, nsample, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.hypergeometric`` (seeded from this generator)."""
+        return distributions.hypergeometric(ngood, nbad, nsample, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def laplace(self, loc=0.0, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.laplace`` (seeded from this generator)."""
+        return distributions.laplace(loc, scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def logistic(self, loc=0.0, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.logistic`` (seeded from this generator)."""
+        return distributions.logistic(loc, scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def lognormal(self, mean=0.0, sigma=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.lognormal`` (seeded from this generator)."""
+        return distributions.lognormal(mean, sigma, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def logseries(self, p, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.logseries`` (seeded from this generator)."""
+        return distributions.logseries(p, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def negative_binomial(self, n, p, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.negative_binomial`` (seeded from this generator)."""
+        return distributions.negative_binomial(n, p, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def noncentral_chisquare(self, df, nonc, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.noncentral_chisquare`` (seeded from this generator)."""
+        return distributions.noncentral_chisquare(df, nonc, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def noncentral_f(self, dfnum, dfden, nonc, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.noncentral_f`` (seeded from this generator)."""
+        return distributions.noncentral_f(dfnum, dfden, nonc, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def pareto(self, a, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.pareto`` (seeded from this generator)."""
+        return distributions.pareto(a, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def poisson(self, lam=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.poisson`` (seeded from this generator)."""
+        return distributions.poisson(lam, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def power(self, a, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.power`` (seeded from this generator)."""
+        return distributions.power(a, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def rayleigh(self, scale=1.0, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.rayleigh`` (seeded from this generator)."""
+        return distributions.rayleigh(scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def standard_cauchy(self, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.standard_cauchy`` (seeded from this generator)."""
+        return distributions.standard_cauchy(size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def standard_exponential(self, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.standard_exponential`` (seeded from this generator)."""
+        return distributions.standard_exponential(size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def standard_gamma(self, shape, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.standard_gamma`` (seeded from this generator)."""
+        return distributions.standard_gamma(shape, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def standard_t(self, df, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.standard_t`` (seeded from this generator)."""
+        return distributions.standard_t(df, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def triangular(self, left, mode, right, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.triangular`` (seeded from this generator)."""
+        return distributions.triangular(left, mode, right, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def vonmises(self, mu, kappa, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.vonmises`` (seeded from this generator)."""
+        return distributions.vonmises(mu, kappa, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def wald(self, mean, scale, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.wald`` (seeded from this generator)."""
+        return distributions.wald(mean, scale, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def weibull(self, a, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.weibull`` (seeded from this generator)."""
+        return distributions.weibull(a, size=size, chunks=chunks, seed=self._seed(), **kwargs)
+
+    def zipf(self, a, size=None, chunks="auto", **kwargs):
+        """Chunked samples of ``numpy.random.Generator.zipf`` (seeded from this generator)."""
+        return distributions.zipf(a, size=size, chunks=chunks, seed=self._seed(), **kwargs)
 
 
 class RandomState(Generator):
