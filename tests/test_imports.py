@@ -195,6 +195,29 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
+# what array/core.py may reach in the array layer: plumbing that imports no other array module
+CORE_PLUMBING = ("dask_tra.array.methods", "dask_tra.array.naming", "dask_tra.array.planview",
+                 "dask_tra.array.zerofill")
+
+
+def test_array_core_imports_no_function_family():
+    """RelArray's module imports no function family (creation, reductions, indexing, ...): the
+    array modules it reaches (module-level imports, transitively) are CORE_PLUMBING, and those
+    import no array module anywhere in their code, except the call-time door's function-level
+    imports (methods.py: each method calls the namespace function of its name when it runs)."""
+    graph = import_graph(module_level=True)
+    reached, todo = set(), ["dask_tra.array.core"]
+    while todo:
+        for t in graph[todo.pop()]:
+            if _within(t, "dask_tra.array") and t not in reached:
+                reached.add(t)
+                todo.append(t)
+    assert reached <= set(CORE_PLUMBING), sorted(reached - set(CORE_PLUMBING))
+    anywhere = import_graph(module_level=False, exempt=CALL_TIME_CYCLE)
+    bad = sorted(f"{m} imports {t}" for m in CORE_PLUMBING for t in anywhere[m] if _within(t, "dask_tra.array"))
+    assert not bad, "\n".join(bad)
+
+
 def test_every_module_imports_on_its_own():
     """``python -c "import dask_tra.X"`` in a fresh interpreter, for every module X. Importing
     ``dask_tra.X`` runs ``dask_tra/__init__`` first, and that imports most modules in a fixed
