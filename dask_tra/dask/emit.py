@@ -100,6 +100,13 @@ def _word(label: str) -> str:
     return (m.group(0).strip("_") if m else "") or "op"
 
 
+def _map_word(label: str) -> str:
+    """A per-block map's word; a fused chain (``"reshape∘mean[0]"``, outermost first) is named by
+    its outermost operation that computes something."""
+    words = [_word(part) for part in label.split("∘")]
+    return next((w for w in words if w not in _PLUMBING), words[0])
+
+
 @dataclass(frozen=True)
 class Step:
     """What one IA node's tasks do, in the dashboard's words: ``word`` (the operation),
@@ -162,7 +169,7 @@ class Naming:
                 if isinstance(c, LocalAggregate) and not isinstance(c.op, Concat):
                     return True
                 if isinstance(c, (Broadcast, Shuffle, LocalFilter)) or (
-                    isinstance(c, LocalMap) and _word(c.op.label) in _PLUMBING
+                    isinstance(c, LocalMap) and _map_word(c.op.label) in _PLUMBING
                 ):
                     stack.append(c)
         return False
@@ -188,7 +195,7 @@ class Naming:
                 return Step(below.word, partial, "products")
             return Step(below.word, "partial" if partial else "aggregate", "aggregate")
         if isinstance(n, LocalMap):
-            word = _word(n.op.label)
+            word = _map_word(n.op.label)
             if word in _PLUMBING:
                 return Step(self._below(n.child).word, self._below(n.child).stage, "plumbing")
             return Step(word, partial, "map")
