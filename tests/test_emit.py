@@ -43,9 +43,9 @@ def computed(z):
     start times with its own start, each shifted by the worker's estimate of its offset to the
     scheduler's clock, re-estimated at every heartbeat: on a busy machine that estimate jumps by
     tens of milliseconds (0.2 s on a new cluster), so a transfer starting right away can be left
-    out. Waiting a moment before submitting keeps every transfer inside the window."""
+    out. Waiting a second before submitting keeps every transfer inside the window."""
     with dt.diagnostics.measure() as m:
-        time.sleep(0.5)
+        time.sleep(1.0)
         p, = persisted(z)
     return p.compute(), m
 
@@ -62,7 +62,8 @@ def ragged_inputs(rng, blocks=4):
 
 @pytest.mark.parametrize("strategy", [None, "bmm", "cmm", "rmm"])
 def test_matmul_graph_is_compact_exact_and_measured(client, strategy):
-    a, b, x, y = ragged_inputs(np.random.default_rng(1))
+    # fresh inputs per strategy: another case's copies of the same blocks are not on the workers
+    a, b, x, y = ragged_inputs(np.random.default_rng([1, [None, "bmm", "cmm", "rmm"].index(strategy)]))
     x, y = persisted(x, y)
     with dt.config.set(force=strategy):
         z = x @ y
