@@ -72,10 +72,11 @@ def _filter_through_rekey(x, draw):
     return Filter(ReKey(x.expr, swap), prefix(draw(st.integers(0, 1)), draw(st.integers(0, 3))))
 
 
-def _filter_through_transform(x, draw):
-    return Filter(
-        Transform(x.expr, K.Elementwise("sin", lambda xp, c: xp.sin(c), 1)), prefix(0, draw(st.integers(0, 3)))
-    )
+def _relabel_through_transform(x, draw):
+    if draw(st.integers(0, 1)) == 1:
+        return x.T  # ReKey over Transform
+    sin = K.Elementwise("sin", lambda xp, c: xp.sin(c), 1)
+    return Filter(Transform(x.expr, sin), prefix(0, draw(st.integers(0, 3))))
 
 
 def _filter_through_join(x, draw):
@@ -103,10 +104,6 @@ def _drop_identity_rekey(x, draw):
     return ReKey(x.expr, KeyMap.selecting((0, 1)))
 
 
-def _rekey_through_transform(x, draw):
-    return x.T
-
-
 def _fuse_transforms(x, draw):
     return (x * 2 + 1) ** 2
 
@@ -120,13 +117,12 @@ BUILDERS = {
     for f in (
         _merge_filters,
         _filter_through_rekey,
-        _filter_through_transform,
+        _relabel_through_transform,
         _filter_through_join,
         _slice_through_join,
         _filter_through_aggregate,
         _merge_rekeys,
         _drop_identity_rekey,
-        _rekey_through_transform,
         _fuse_transforms,
         _drop_identity_transform,
     )

@@ -75,10 +75,12 @@ def _filter_through_rekey(node: Any, sole: Sole) -> Expr | None:
     return None
 
 
-def _filter_through_transform(node: Any, sole: Sole) -> Expr | None:
-    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Transform) and sole(node.child):
+def _relabel_through_transform(node: Any, sole: Sole) -> Expr | None:
+    """A relabelling (σ or ReKey: it copies chunks) moves below a per-chunk λ: keys are λ's
+    business no more than chunks are the relabelling's."""
+    if node.pure_copy and isinstance(node.child, tra.Transform) and sole(node.child):
         t = node.child
-        return tra.Transform(tra.Filter(t.child, node.predicate), t.kernel)
+        return tra.Transform(node.over(t.child), t.kernel)
     return None
 
 
@@ -137,13 +139,6 @@ def _filter_through_aggregate(node: Any, sole: Sole) -> Expr | None:
     )
 
 
-def _rekey_through_transform(node: Any, sole: Sole) -> Expr | None:
-    if isinstance(node, tra.ReKey) and isinstance(node.child, tra.Transform) and sole(node.child):
-        t = node.child
-        return tra.Transform(tra.ReKey(t.child, node.key_fn), t.kernel)
-    return None
-
-
 def _merge_rekeys(node: Any, sole: Sole) -> Expr | None:
     if isinstance(node, tra.ReKey) and isinstance(node.child, tra.ReKey):
         return tra.ReKey(node.child.child, KeyMap.compose(node.key_fn, node.child.key_fn))
@@ -174,13 +169,12 @@ RULES: tuple[Rule, ...] = tuple(
     for fn, on in (
         (_merge_filters, tra.Filter),
         (_filter_through_rekey, tra.Filter),
-        (_filter_through_transform, tra.Filter),
+        (_relabel_through_transform, tra.TupleMap),
         (_filter_through_join, tra.Filter),
         (_filter_through_aggregate, tra.Filter),
         (_slice_through_join, tra.ReKey),
         (_merge_rekeys, tra.ReKey),
         (_drop_identity_rekey, tra.ReKey),
-        (_rekey_through_transform, tra.ReKey),
         (_fuse_transforms, tra.Transform),
         (_drop_identity_transform, tra.Transform),
     )
