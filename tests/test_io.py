@@ -4,10 +4,12 @@ Reads are counted with ``Counting``, a wrapper around the real on-disk array tha
 read (its region, and the worker that made it) in a log file, so reads made in worker
 processes are counted too.
 """
+import math
 import os
 import time
 
 import dask
+import dask.array
 import numpy as np
 import pytest
 
@@ -93,6 +95,28 @@ def test_slicing_reads_only_the_blocks_it_needs(tmp_path, data, kind, index, blo
     assert len({r for r, _ in got}) == blocks  # each block once
     for region, _ in got:  # whole stored blocks, never the whole array
         assert all(b - a <= c for (a, b), c in zip(region, CHUNKS))
+
+
+@pytest.mark.parametrize("index, box", [
+    ((slice(150, 260), slice(None)), ((150, 260), (0, 300))),
+    ((slice(30, 60), slice(120, 121)), ((30, 60), (120, 121))),
+    ((7, slice(10, 290, 7)), ((7, 8), (10, 284))),
+    ((slice(310, 220, -2), 299), ((222, 311), (299, 300))),
+])
+def test_slices_read_only_the_elements_between_their_ends(tmp_path, data, index, box):
+    """A slice or an integer reads the span it covers, not the whole blocks around it (as dask's
+    getitem on a lazily indexed array): a month of daily data is a month's bytes."""
+    log = tmp_path / "reads.log"
+    x = da.from_array(Counting(Reopen(_stored("h5py", tmp_path, data)), log), chunks=CHUNKS)
+    y = x[index]
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), data[index])
+    assert y.chunks == dask.array.from_array(data, chunks=CHUNKS)[index].chunks
+    got = [r for r, _ in reads(log)]
+    assert len(got) == len(set(got))  # each part once
+    lo = tuple(min(r[i][0] for r in got) for i in range(2))
+    hi = tuple(max(r[i][1] for r in got) for i in range(2))
+    assert tuple(zip(lo, hi)) == box
+    assert sum(math.prod(b - a for a, b in r) for r in got) == math.prod(b - a for a, b in box)
 
 
 def test_building_and_planning_read_nothing_then_each_planned_read_happens_once(tmp_path, data):

@@ -306,8 +306,9 @@ def _regular(chunks, shape):
 
 
 def narrow(x, entries):
-    """When ``x`` is a lazily read input: the input narrowed to the blocks that ``entries``
-    (``indexing._entries``) touch, and the entries shifted to it. Otherwise ``x, entries``."""
+    """When ``x`` is a lazily read input: the input narrowed to what ``entries``
+    (``indexing._entries``) touch (``_bounds``), and the entries shifted to it. Otherwise
+    ``x, entries``."""
     if x.expr.children:
         return x, entries
     src = x.sources.get(x.expr.name)
@@ -324,10 +325,11 @@ def narrow(x, entries):
         pos = _positions(kind, v, n)
         if pos is None or not len(pos):
             return x, entries
-        lo, hi = _block_bounds(x.chunks[axis], int(pos.min()), int(pos.max()))
+        lo, hi = _bounds(kind, x.chunks[axis], int(pos.min()), int(pos.max()))
         region.append((lo, hi))
         cuts = offsets(x.chunks[axis])
-        chunks.append(tuple(int(c) for c in np.diff(cuts[(cuts >= lo) & (cuts <= hi)])))
+        inner = cuts[(cuts > lo) & (cuts < hi)]
+        chunks.append(tuple(int(c) for c in np.diff(np.concatenate([[lo], inner, [hi]]))))
         shifted.append((kind, _shift(kind, v, n, lo, hi), k))
         axis += 1
     if all(r == (0, s) for r, s in zip(region, x.shape)):
@@ -346,7 +348,13 @@ def _positions(kind, v, n):
     return np.where(idx < 0, idx + n, idx)
 
 
-def _block_bounds(chunks, first, last):
+def _bounds(kind, chunks, first, last):
+    """The part of an axis a narrowed input covers: exactly the positions a slice or an integer
+    reads (only those bytes are read, as dask's getitem on a lazily indexed array; the blocks
+    keep their old boundaries inside), else the whole blocks holding them (an index array's
+    output chunks follow the input's blocks)."""
+    if kind in ("slice", "int"):
+        return first, last + 1
     cuts = offsets(chunks)
     i = int(np.searchsorted(cuts, first, side="right") - 1)
     j = int(np.searchsorted(cuts, last, side="right") - 1)
