@@ -16,20 +16,17 @@ import hashlib
 
 from dask.base import tokenize
 
+from ..optimizer.cache import type_token
 from ..tra.dag import cached
 
 _ATTR = "_dask_tra_token"
 
 
-def _own(node) -> str:
-    """What one node computes, besides its children: operator, parameters, kernel, type."""
-    t = node.type
-    parts = [type(node).__name__, node.describe(), t.frontier, t.dtype.str, t.backend, t.keys is None]
-    parts += [(ax.key_dims, ax.sizes) for ax in t.axes]
-    if t.keys is not None:
-        parts.append(sorted(t.keys))
+def _own(node) -> bytes:
+    """What one node computes, besides its children: operator, parameters, type, kernel."""
+    own = f"{type(node).__name__}|{node.describe()}|".encode() + type_token(node.type)
     kernel = getattr(node, "kernel", None)
-    return tokenize(*parts, kernel) if kernel is not None else tokenize(*parts)
+    return own if kernel is None else own + b"|" + tokenize(kernel).encode()
 
 
 def expr_token(expr) -> str:
@@ -38,7 +35,7 @@ def expr_token(expr) -> str:
 
 
 def _token(node, child_tokens: list) -> str:
-    h = hashlib.blake2b(_own(node).encode(), digest_size=16)
+    h = hashlib.blake2b(_own(node), digest_size=16)
     for token in child_tokens:
         h.update(token.encode())
     return h.hexdigest()

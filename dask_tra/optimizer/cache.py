@@ -27,7 +27,8 @@ MAX_PLANS = 256
 _plans: OrderedDict = OrderedDict()
 
 
-def _type_token(t) -> bytes:
+def type_token(t) -> bytes:
+    """A relation type, exactly, as bytes (chunk sizes and key sets in full)."""
     parts = [repr(t.frontier), t.dtype.str, t.backend]
     for ax in t.axes:
         parts.append(repr(ax.key_dims))
@@ -57,7 +58,7 @@ def _own_token(node) -> bytes:
         own = "Filter"  # its key set is in its type
     else:
         own = node.describe()  # Tile, Concat, new operators: parameters only (see TupleMap)
-    return own.encode() + b"#" + _type_token(node.type)
+    return own.encode() + b"#" + type_token(node.type)
 
 
 def structure(exprs) -> tuple:
