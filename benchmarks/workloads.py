@@ -271,7 +271,7 @@ def rebalance_irregular(client, x):
     recorded worker, and all compare their plans on one placement."""
     from distributed import futures_of
 
-    from dask_tra.dask.plugin import ensure_installed
+    from dask_tra.dask.session import ensure_installed
     futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
     ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
     client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])

@@ -10,7 +10,8 @@ from .array import __all__ as _array_all
 from .array.core import RelArray
 from .autodiff import grad, value_and_grad
 from .dask.rates import calibrate
+from .dask.session import install
 
 __version__ = "0.1.0"
 
-__all__ = ["RelArray", "calibrate", "config", "diagnostics", "grad", "value_and_grad"] + list(_array_all)
+__all__ = ["RelArray", "calibrate", "config", "diagnostics", "grad", "install", "value_and_grad"] + list(_array_all)

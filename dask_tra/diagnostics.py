@@ -171,19 +171,24 @@ def _log_mark(dask_worker):
     """The newest entry of the worker's incoming transfer log (its id; None if empty). Entries
     after it are this measurement's: marking by position, not by clock, since the workers'
     clock offsets (``scheduler_delay``) drift under load."""
-    log = dask_worker.transfer_incoming_log
+    from .dask import compat
+
+    log = compat.transfer_incoming_log(dask_worker)
     return id(log[-1]) if log else None
 
 
 def _incoming_since(marks, workers, reads, outputs, dask_worker):
     """(bytes received from other workers since the mark, whether the bounded log still holds
     the mark, the part of those bytes carrying keys that are not a plan's)."""
+    from .dask import compat
+
     mark = marks[dask_worker.address]
-    entries = list(dask_worker.transfer_incoming_log)
+    log = compat.transfer_incoming_log(dask_worker)
+    entries = list(log)
     since = 0
     if mark is not None:
         since = next((i + 1 for i in range(len(entries) - 1, -1, -1) if id(entries[i]) == mark), 0)
-    complete = mark is None and len(entries) < dask_worker.transfer_incoming_log.maxlen or since > 0
+    complete = mark is None and len(entries) < log.maxlen or since > 0
     total = other = 0
     outputs = set(outputs)
     for e in entries[since:]:

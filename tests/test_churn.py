@@ -241,7 +241,7 @@ def _on_cluster(src, client, want, deadline_s=30):
     """The names of ``src``'s persisted ancestors whose blocks are all in memory, once they are
     ``want`` (released futures leave the scheduler a moment later)."""
     from dask_tra.dask.recovery import ancestors
-    from dask_tra.dask.plugin import query_snapshot
+    from dask_tra.dask.session import query_snapshot
     chain = ancestors(src)
     deadline = time.time() + deadline_s
     while True:

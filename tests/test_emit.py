@@ -245,7 +245,7 @@ def test_amm_keeps_the_replica_a_waiting_pinned_task_reads(client):
     dask's ReduceReplicas does: drops w0's (w0 holds the most memory), so the waiting task
     fetches it back; for dask_tra's task those would be bytes no plan predicts."""
     from dask_tra.dask.amm import KeepPinnedReplicas
-    from dask_tra.dask.plugin import ensure_installed
+    from dask_tra.dask.session import ensure_installed
     ensure_installed(client)
     w0, w1, w2 = sorted(client.scheduler_info(n_workers=-1)["workers"])[:3]
     pin = {"allow_other_workers": False, "pure": False}

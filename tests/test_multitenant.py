@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dask_tra.array as da
-from dask_tra.dask import amm, plugin, rates
+from dask_tra.dask import amm, plugin, rates, session
 from dask_tra.dask.amm import KeepPinnedReplicas
 from dask_tra.dask.ownership import ANNOTATION
 
@@ -232,14 +232,14 @@ def test_a_forged_query_changes_nothing_and_gets_an_error(cluster, tra):
         out = other.sync(other.scheduler.dask_tra_snapshot, keys="x")
         assert "keys must be a list" in out["error"]
         with pytest.raises(ValueError, match="refused the placement query: not a dask key"):
-            plugin.query_snapshot(other, ["x", {"a": 1}])
+            session.query_snapshot(other, ["x", {"a": 1}])
     with tra.as_current():
         _tra_work(tra, seed=11)
 
 
 def test_a_malformed_hold_message_does_not_drop_the_sender(cluster, tra):
     with Client(cluster, set_as_default=False) as c:
-        plugin.ensure_installed(c)
+        session.ensure_installed(c)
         c._send_to_scheduler({"op": plugin.HOLD_OP, "keys": 5})
         c._send_to_scheduler({"op": plugin.HOLD_OP, "keys": [("k", 1)], "extra": 1})
         assert c.submit(np.add, 1, 2, pure=False).result() == 3  # answered on the same stream

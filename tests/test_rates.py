@@ -17,7 +17,7 @@ from dask.utils import key_split
 from distributed import Client, LocalCluster, get_task_stream
 
 import dask_tra as dt
-from dask_tra.dask import plugin, rates
+from dask_tra.dask import plugin, rates, session
 from dask_tra.dask.sites import current_sites
 from dask_tra.optimizer import Rates
 from dask_tra.demo import dashboard_link
@@ -117,7 +117,7 @@ def test_a_new_calibration_reaches_other_clients_at_their_next_plan(cluster):
         (x @ x).explain()
         first = rates.current_rates(current_sites())
         with Client(cluster, set_as_default=False) as a:  # another client stores new rates
-            plugin.store_rates(a, {"bandwidth": 1e6, "task_overhead": 0.5, "flop_rate": 1e8}, [])
+            session.store_rates(a, {"bandwidth": 1e6, "task_overhead": 0.5, "flop_rate": 1e8}, [])
         assert rates.current_rates(current_sites()) == first  # kept until the next plan asks
         (x @ x.T).explain()  # the placement query's reply carries the new calibration
         assert rates.current_rates(current_sites()) == Rates(1e6, 0.5, 1e8)
@@ -130,7 +130,7 @@ def test_a_new_calibration_reaches_other_clients_at_their_next_plan(cluster):
 
 def test_forged_rates_are_refused_and_change_nothing(cluster):
     with Client(cluster, set_as_default=False) as c:
-        plugin.ensure_installed(c)
+        session.ensure_installed(c)
         ask = getattr(c.scheduler, plugin.RATES_OP)
         before = c.sync(ask)
         for bad in [
@@ -149,7 +149,7 @@ def test_forged_rates_are_refused_and_change_nothing(cluster):
             assert "error" in c.sync(ask, **bad), bad
         assert c.sync(ask) == before
         with pytest.raises(ValueError, match="refused the rates"):
-            plugin.store_rates(c, {"flop_rate": 0}, [])
+            session.store_rates(c, {"flop_rate": 0}, [])
 
 
 def test_the_scheduler_bandwidth_estimate_is_used_when_nothing_is_calibrated():

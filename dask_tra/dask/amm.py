@@ -27,6 +27,7 @@ import time
 from dask.core import iskey
 from distributed.active_memory_manager import ReduceReplicas, Suggestion
 
+from . import compat
 from .ownership import pinned_by_us
 
 HOLD_S = 30.0
@@ -99,10 +100,11 @@ def workers_info(scheduler) -> dict:
     }
 
 
-def snapshot(scheduler, holds: Holds, keys, client=None) -> dict:
+def snapshot(scheduler, holds: Holds | None, keys, client=None) -> dict:
     """On the scheduler, in one round trip: the workers' info, {key: [worker, ...]} for the
-    ``keys`` in memory (their replicas then held, see the module doc), and the keys being
-    computed (e.g. persisted blocks recomputed after their worker died)."""
+    ``keys`` in memory (their replicas then held in ``holds``, see the module doc; ``None``: a
+    read that holds nothing), and the keys being computed (e.g. persisted blocks recomputed
+    after their worker died)."""
     who, computing = {}, []
     for k in keys:
         ts = scheduler.tasks.get(k)
@@ -110,7 +112,8 @@ def snapshot(scheduler, holds: Holds, keys, client=None) -> dict:
             who[k] = sorted(ws.address for ws in ts.who_has)
         elif ts is not None and ts.state in COMPUTING:
             computing.append(k)
-    holds.hold(list(who), client)
+    if holds is not None:
+        holds.hold(list(who), client)
     return {"workers": workers_info(scheduler), "who_has": who, "computing": computing}
 
 
@@ -124,7 +127,7 @@ class KeepPinnedReplicas(ReduceReplicas):
     def run(self):
         now = time.monotonic()
         ours = set()
-        for ts in self.manager.scheduler.replicated_tasks:
+        for ts in compat.replicated_tasks(self.manager.scheduler):
             if self.holds.held(ts.key, now):
                 ours.add(ts)  # a plan being made counts on these replicas
             elif any(pinned_by_us(w) for w in ts.waiters or ()):

@@ -1,4 +1,13 @@
-"""The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist."""
+"""The Dask collection protocol for RelArray: plan at graph time, emit, pin, finalize, persist.
+
+Graph construction is pure: ``__dask_graph__`` (``.dask``, ``to_dask()``, ``is_dask_collection``,
+``dask.compute``, ``Client.compute``) reads the cluster (``session.Session.snapshot``), plans and
+emits, and changes nothing on it. ``compute``/``persist`` first install what a plan runs with
+(``session.install``: the scheduler plugin, the memory-manager policy, the chunk backends'
+worker dispatch) and then, while they run, the graph scatters client arrays to the workers the
+plan puts them on and holds the replicas it planned with. A graph made outside them carries
+client arrays inside it, each block a task pinned where the plan puts it.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +27,10 @@ from .. import backends, config
 from ..optimizer import MemoryLimitError, Plan, plan_many
 from ..optimizer.explain import Explain
 from ..tra.dag import walk_many
-from . import recovery
-from .dispatch import register_worker_dispatch
+from . import compat, recovery
 from .emit import emit
-from .plugin import ensure_installed, snapshot
 from .rates import learn, planning_rates
+from .session import session, snapshot
 from .sites import Sites, active_client, current_sites, in_event_loop
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 
@@ -30,7 +38,8 @@ from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 @dataclass
 class Planned:
     """A cached plan, the sites it was made for, and, once emitted, its Dask graph, the input
-    keys it reads by key and the client arrays it scattered."""
+    keys it reads by key and the client arrays it scattered (``scatters``: the graph reads
+    them from the workers; otherwise they are inside it)."""
 
     plan: Plan
     where: Sites
@@ -38,12 +47,13 @@ class Planned:
     graph: HighLevelGraph | None = None
     reads: frozenset = frozenset()
     scattered: tuple = ()  # the client arrays the emitted graph reads, sent to the workers
+    scatters: bool = False  # the graph was emitted by compute/persist: client arrays scattered
     moved: int | None = None  # the bytes the emitted graph moves
     explain: Explain | None = None  # the plan's report with those bytes, made when first asked for
 
-    def emitted(self, graph, reads, moved: int):
+    def emitted(self, graph, reads, moved: int, scatters: bool = False):
         """Record the emitted graph; the report predicts the bytes this graph moves."""
-        self.graph, self.reads, self.moved = graph, reads, moved
+        self.graph, self.reads, self.moved, self.scatters = graph, reads, moved, scatters
 
     @property
     def report(self) -> Explain:
@@ -116,7 +126,7 @@ class DaskCollection(DaskMethodsMixin):
         with self._plan_lock():
             derived = any(e.children for e in self.roots)
             held = held_inputs(self.sources) if derived else {}
-            memo = self.__dict__.get("_memo")  # set while this collection's compute/persist runs
+            memo = self._executing()
             info, found = cluster_snapshot(held, memo) if sites is None else (None, None)
             where = current_sites(sites, chunk_backends(self.roots), info)
             placements = input_placements(self.sources, where, held, found) if derived else {}
@@ -147,15 +157,22 @@ class DaskCollection(DaskMethodsMixin):
         state.pop("_memo", None)
         return state
 
+    def _executing(self) -> dict | None:
+        """The memo of this collection's ``compute``/``persist`` while one runs (dask asks for
+        the graph 3-4 times: one placement query), else None: graph construction is pure."""
+        return self.__dict__.get("_memo")
+
     def __dask_graph__(self):
         """The plan's graph, made when first read: a type check (``is_dask_collection``, which
-        xarray asks of every intermediate) plans nothing."""
+        xarray asks of every intermediate) plans nothing. Making it changes nothing on the
+        cluster (the module doc): outside ``compute``/``persist``, client arrays ride inside
+        the graph, and nothing is installed or held."""
         return PlannedGraph(self._graph_now)
 
     def _graph_now(self) -> HighLevelGraph:
         client = active_client()
         if client is not None and not in_event_loop(client):
-            recovery.restore_lost(self)
+            recovery.restore_lost(self, scatter=self._executing() is not None)
         held = self._persisted_futures()
         if held is not None:  # raw futures as values, so futures_of / wait / progress see them
             return HighLevelGraph.from_collections(self.name, held)
@@ -170,13 +187,23 @@ class DaskCollection(DaskMethodsMixin):
         return entry.graph
 
     def _emitted_entry(self) -> Planned:
-        """The current plan, emitted once."""
+        """The current plan, emitted once; inside ``compute``/``persist``, emitted again with its
+        client arrays scattered if a graph made outside them carried them inside."""
         with self._plan_lock():
             entry = self._planned_entry()
-            if entry.graph is None:
-                graph, out_keys, reads, moves = self._emit(entry)
-                entry.emitted(graph, reads, moves.bytes([k for keys in out_keys for k in keys.values()]))
+            scatter = self._executing() is not None and self._scatters(entry)
+            if entry.graph is None or (scatter and not entry.scatters):
+                graph, out_keys, reads, moves = self._emit(entry, scatter)
+                moved = moves.bytes([k for keys in out_keys for k in keys.values()])
+                entry.emitted(graph, reads, moved, scatter)
         return entry
+
+    def _scatters(self, entry: Planned) -> bool:
+        """Whether ``entry``'s plan, run on a Client, scatters client arrays."""
+        where = entry.where
+        if where.client is None or in_event_loop(where.client):
+            return False
+        return bool(_in_memory_inputs(entry.plan.roots, self.sources))
 
     def _report(self, entry: Planned):
         """Open ``measure()`` blocks learn of the plan; ``explain()`` shows it."""
@@ -192,14 +219,13 @@ class DaskCollection(DaskMethodsMixin):
         entry = self.__dict__.get("_last_entry")
         return None if entry is None else entry.report
 
-    def _emit(self, entry: Planned):
-        """The plan's Dask graph: client arrays scattered to their planned workers (recorded on
-        ``entry``), then the IA plan emitted. Returns ``emit``'s (graph, output keys per root,
-        keys read, moves)."""
+    def _emit(self, entry: Planned, scatter: bool = False):
+        """The plan's Dask graph: with ``scatter`` (``compute``/``persist`` on a Client, after
+        ``session.install``), client arrays scattered to their planned workers first (recorded
+        on ``entry``); otherwise they are inside the graph. Returns ``emit``'s (graph, output
+        keys per root, keys read, moves)."""
         sources, where, roots = self.sources, entry.where, entry.plan.roots
-        if where.client is not None and not in_event_loop(where.client):
-            register_worker_dispatch(where.client, chunk_backends(self.roots))
-            ensure_installed(where.client)
+        if scatter:
             sources = _scatter_in_memory_inputs(roots, sources, where)
             entry.scattered = tuple(s for n, s in sources.items() if s is not self.sources[n])
         # a user's name= too; another plan of this collection gets other keys for its tasks
@@ -315,6 +341,7 @@ def _recovering(collection, method, kwargs):
     for attempt in range(recovery.ATTEMPTS):
         collection.__dict__["_memo"] = {}  # dask asks for the graph 3-4 times: one placement query
         try:
+            _install(collection, kwargs)
             return method(collection, **kwargs)
         except (CommClosedError, SiteGone):  # scattering to a worker that died after the plan was made
             if attempt == recovery.ATTEMPTS - 1:
@@ -326,6 +353,19 @@ def _recovering(collection, method, kwargs):
         finally:
             collection.__dict__.pop("_memo", None)
         time.sleep(0.5 * (attempt + 1))
+
+
+def _install(collection, kwargs) -> None:
+    """What a plan runs with, installed on the cluster of the Client that will run it
+    (``session.install``): once per client, and only here, in ``compute``/``persist``, never
+    while making a graph. Nothing when dask runs it elsewhere (``scheduler="threads"``)."""
+    from dask.base import get_scheduler
+
+    client = active_client()
+    if client is None or client.status != "running" or in_event_loop(client):
+        return
+    if getattr(get_scheduler(scheduler=kwargs.get("scheduler"), collections=[collection]), "__self__", None) is client:
+        session(client).install(tuple(chunk_backends(collection.roots)))
 
 
 def _report_reads(reads):
@@ -359,7 +399,7 @@ def _live_outputs(client, keys) -> dict | None:
     keys = list(flatten(keys))
 
     def all_live():
-        states = client.futures
+        states = compat.client_futures(client)
         return keys and all(getattr(states.get(k), "status", None) in ("pending", "finished") for k in keys)
 
     if client.asynchronous or not all_live():  # an asynchronous client's loop can't be waited on here
@@ -383,10 +423,11 @@ SNAPSHOT_REUSE_S = 1.0  # the most one compute's placement query is reused
 
 def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     """(the workers' info, where ``held``'s keys are) from the active Client's scheduler, in one
-    round trip; (None, None) without a running Client. With ``memo`` (a collection's, while its
-    ``compute``/``persist`` runs), the same question asked again within ``SNAPSHOT_REUSE_S`` gets
-    the same answer without a round trip: the replicas it reported are held for 30 s, so the plan
-    made from it holds (workers that left meanwhile have their tasks re-pinned, ``faults.py``)."""
+    round trip; (None, None) without a running Client. Without ``memo`` a read that changes
+    nothing. With ``memo`` (a collection's, while its ``compute``/``persist`` runs), the replicas
+    it reports are held for 30 s, so the plan made from it holds (workers that left meanwhile
+    have their tasks re-pinned, ``faults.py``), and the same question asked again within
+    ``SNAPSHOT_REUSE_S`` gets the same answer without a round trip."""
     client = active_client()
     if client is None or client.status != "running" or in_event_loop(client):
         return None, None
@@ -396,7 +437,7 @@ def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     last = (memo or {}).get("snapshot")
     if last is not None and last[0] == asked and now - last[1] < SNAPSHOT_REUSE_S:
         return last[2]
-    out = snapshot(client, keys)
+    out = snapshot(client, keys, hold=memo is not None)
     learn(client.scheduler.address, out.get("rates"))
     answer = out["workers"], (out["who_has"], out["computing"])
     if memo is not None:
@@ -414,7 +455,6 @@ def input_placements(sources, where, held=None, found=None) -> dict:
     input with a block on no site is planned as if lazy (correct, moves unpredicted)."""
     placements = {}
     if where.client is not None and not in_event_loop(where.client):
-        ensure_installed(where.client)
         held = held_inputs(sources) if held is None else held
         for name, holders in placements_of(where.client, held, found).items():
             chosen = on_sites(holders, where)
@@ -453,19 +493,26 @@ def plan_cache_key(where, placements):
     )
 
 
-def _scatter_in_memory_inputs(roots, sources, where):
-    """Client-side arrays go to their planned workers by scatter, keeping the graph small.
-
-    A plan may place one input several times (``x @ x.T`` reads ``x`` laid out two ways),
-    each placement free: every block goes to every site any placement puts it on, so no
-    placed copy has to be fetched from another worker (the plan predicted none)."""
-    sites = {}  # input name -> {key: {site, ...}}
+def _in_memory_inputs(roots, sources) -> dict:
+    """{input name: {key: {site, ...}}}: the sites the plan of ``roots`` puts each block of each
+    client array (``ArraySource``) on."""
+    sites: dict = {}
     for node in walk_many(roots):
         src = sources.get(getattr(getattr(node, "input", None), "name", None))
         if isinstance(src, ArraySource):
             held = sites.setdefault(src.input.name, {})
             for k, cs in node.copies.items():
                 held.setdefault(k, set()).update(t for t, _ in cs)
+    return sites
+
+
+def _scatter_in_memory_inputs(roots, sources, where):
+    """Client-side arrays go to their planned workers by scatter, keeping the graph small.
+
+    A plan may place one input several times (``x @ x.T`` reads ``x`` laid out two ways),
+    each placement free: every block goes to every site any placement puts it on, so no
+    placed copy has to be fetched from another worker (the plan predicted none)."""
+    sites = _in_memory_inputs(roots, sources)
     out = dict(sources)
     for name, held in sites.items():
         out[name] = sources[name].scattered(where.client, held, where.workers)

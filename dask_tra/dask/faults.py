@@ -16,6 +16,7 @@ of that graph; the next plan uses them.
 
 from __future__ import annotations
 
+from . import compat
 from .ownership import is_ours
 
 
@@ -31,7 +32,7 @@ def repin_after_loss(scheduler, worker: str):
             if ts.state == "no-worker":
                 stuck[ts.key] = "processing"
     if stuck:
-        scheduler.transitions(stuck, stimulus_id=f"dask-tra-repin-{worker}")
+        compat.transitions(scheduler, stuck, stimulus_id=f"dask-tra-repin-{worker}")
 
 
 def unpin_orphans(scheduler, keys):

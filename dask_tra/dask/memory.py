@@ -48,6 +48,8 @@ import uuid
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from . import compat
+
 NAME = "dask-tra-memory"
 RSS_INTERVAL_S = 0.01  # the process's resident memory is read at most this often at transitions
 SAMPLE_S = 0.1  # between transitions, the periodic callback's period
@@ -74,11 +76,11 @@ class MemoryPeaks(WorkerPlugin):
         from tornado.ioloop import PeriodicCallback
 
         pc = PeriodicCallback(self.tick, SAMPLE_S * 1000)
-        worker.periodic_callbacks[CALLBACK] = pc
+        compat.worker_periodic_callbacks(worker)[CALLBACK] = pc
         pc.start()
 
     def teardown(self, worker):
-        pc = worker.periodic_callbacks.pop(CALLBACK, None)
+        pc = compat.worker_periodic_callbacks(worker).pop(CALLBACK, None)
         if pc is not None:
             pc.stop()
 
@@ -90,7 +92,7 @@ class MemoryPeaks(WorkerPlugin):
         weight = getattr(fast, "total_weight", None)
         if isinstance(weight, (int, float)):
             return int(weight)
-        return int(self.worker.state.nbytes)
+        return compat.worker_nbytes(self.worker)
 
     def _spill_written(self) -> float:
         metrics = getattr(self.worker.data, "cumulative_metrics", None)
@@ -130,7 +132,7 @@ class MemoryPeaks(WorkerPlugin):
         self.started = time.time()
         self.spill_mark = self._spill_written()
         self.peak_bytes = self._fast()
-        self.peak_managed = int(self.worker.state.nbytes)
+        self.peak_managed = compat.worker_nbytes(self.worker)
         self.peak_on_disk = self._on_disk()
         try:  # reset the kernel's high-water mark of resident memory (Linux)
             with open("/proc/self/clear_refs", "w") as f:
@@ -147,7 +149,7 @@ class MemoryPeaks(WorkerPlugin):
         fast = self._fast()
         if fast > self.peak_bytes:
             self.peak_bytes = fast
-        managed = self.worker.state.nbytes
+        managed = compat.worker_nbytes(self.worker)
         if managed > self.peak_managed:
             self.peak_managed = int(managed)
         if fast < managed:  # something is spilled

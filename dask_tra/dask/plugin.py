@@ -31,7 +31,7 @@ import time
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from . import amm, faults
+from . import amm, compat, faults
 from .amm import HOLD_S, Holds, KeepPinnedReplicas, bad_keys
 
 NAME = "dask-tra"
@@ -53,20 +53,18 @@ class DaskTraPlugin(SchedulerPlugin):
         self.hold_s = hold_s
 
     def start(self, scheduler):
+        compat.require(scheduler, "scheduler")  # a distributed without a hook: a clear error, here
         self.scheduler = scheduler
         self.holds = Holds(self.hold_s)
         self.calibration = None  # {"rates", "workers", "time"}: the latest calibration stored
         self.generation = 0  # how many calibrations were stored
-        scheduler.handlers[SNAPSHOT_OP] = self.handle_snapshot
-        scheduler.handlers[RATES_OP] = self.handle_rates
-        scheduler.stream_handlers[HOLD_OP] = self.handle_hold
+        compat.handlers(scheduler)[SNAPSHOT_OP] = self.handle_snapshot
+        compat.handlers(scheduler)[RATES_OP] = self.handle_rates
+        compat.stream_handlers(scheduler)[HOLD_OP] = self.handle_hold
         purge = PeriodicCallback(self.holds.purge, max(self.hold_s / 3, 0.05) * 1000)
-        scheduler.periodic_callbacks[PURGE] = purge
+        compat.periodic_callbacks(scheduler)[PURGE] = purge
         purge.start()
-        policies = getattr(scheduler.extensions.get("amm"), "policies", ())
-        for policy in [p for p in policies if type(p) is amm.ReduceReplicas]:
-            scheduler.extensions["amm"].policies.discard(policy)
-            scheduler.extensions["amm"].add_policy(KeepPinnedReplicas(self.holds))
+        compat.replace_policy(scheduler, amm.ReduceReplicas, lambda: KeepPinnedReplicas(self.holds))
 
     def handle_snapshot(self, keys=(), **unexpected):
         problem = _bad_message(keys, unexpected)
@@ -90,20 +88,8 @@ class DaskTraPlugin(SchedulerPlugin):
         return self.rates_reply()
 
     def rates_reply(self) -> dict:
-        """What this cluster knows of the time objective's rates: the latest calibration (None
-        if none; ``generation`` counts this scheduler's calibrations, ``scheduler`` is its id),
-        and the scheduler's own bandwidth estimate (None until workers measured a transfer of
-        over 1 MB): the median over worker pairs of ``Scheduler.bandwidth_workers``."""
-        pairs = [float(v) for v in getattr(self.scheduler, "bandwidth_workers", {}).values() if v > 0]
-        c = self.calibration or {}
-        return {
-            "scheduler": self.scheduler.id,
-            "generation": self.generation,
-            "calibrated": c.get("rates"),
-            "workers": c.get("workers"),
-            "time": c.get("time"),
-            "bandwidth": statistics.median(pairs) if pairs else None,
-        }
+        """What this cluster knows of the time objective's rates (``rates_reply``)."""
+        return rates_reply(self.scheduler, self.calibration, self.generation)
 
     def handle_hold(self, keys=(), client=None, **unexpected):
         problem = _bad_message(keys, unexpected)
@@ -128,7 +114,7 @@ class DaskTraPlugin(SchedulerPlugin):
         self.holds.drop_client(client)
 
     async def close(self):
-        purge = self.scheduler.periodic_callbacks.pop(PURGE, None)
+        purge = compat.periodic_callbacks(self.scheduler).pop(PURGE, None)
         if purge is not None:
             purge.stop()
 
@@ -158,50 +144,42 @@ def _bad_workers(workers) -> str | None:
     return None
 
 
-def ensure_installed(client):
-    """Register the plugin on the client's scheduler (once per client; the scheduler keeps
-    the first registration of any client)."""
-    if getattr(client, "_dask_tra_plugin", None) == client.scheduler.address:
-        return
-    client.register_plugin(DaskTraPlugin(), name=NAME)
-    client._dask_tra_plugin = client.scheduler.address
+def rates_reply(scheduler, calibration: dict | None, generation: int) -> dict:
+    """On the scheduler: what the cluster knows of the time objective's rates: the latest
+    calibration (None if none; ``generation`` counts this scheduler's calibrations, ``scheduler``
+    is its id), and the scheduler's own bandwidth estimate (None until workers measured a
+    transfer of over 1 MB): the median over worker pairs of ``Scheduler.bandwidth_workers``."""
+    pairs = [float(v) for v in compat.bandwidth_workers(scheduler).values() if v > 0]
+    c = calibration or {}
+    return {
+        "scheduler": scheduler.id,
+        "generation": generation,
+        "calibrated": c.get("rates"),
+        "workers": c.get("workers"),
+        "time": c.get("time"),
+        "bandwidth": statistics.median(pairs) if pairs else None,
+    }
 
 
-def snapshot(client, keys) -> dict:
-    """The placement query's reply from the client's scheduler, in one round trip: the
-    workers' info, {key: [worker, ...]} for ``keys`` in memory (their replicas then held for
-    planning), [keys being computed], and the rates reply (``DaskTraPlugin.rates_reply``)."""
-    ensure_installed(client)
-    out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys))
-    if "error" in out:
-        raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
-    return out
+def _installed(scheduler):
+    """The scheduler's dask_tra plugin, or None (nothing installed: a pure read answers)."""
+    plugin = scheduler.plugins.get(NAME)
+    return plugin if hasattr(plugin, "rates_reply") else None
 
 
-def query_snapshot(client, keys) -> tuple:
-    """(workers' info, {key: [worker, ...]}, [keys being computed]) of ``snapshot``."""
-    out = snapshot(client, keys)
-    return out["workers"], out["who_has"], out["computing"]
+def read_snapshot(keys=(), dask_scheduler=None) -> dict:
+    """Run on the scheduler (``Client.run_on_scheduler``): the placement query's reply, read
+    only. Nothing is installed, held or changed: what planning reads on a cluster where
+    dask_tra installed nothing, or outside ``compute``/``persist``."""
+    problem = bad_keys(keys)
+    if problem is not None:
+        return {"error": problem}
+    plugin = _installed(dask_scheduler)
+    rates = rates_reply(dask_scheduler, None, 0) if plugin is None else plugin.rates_reply()
+    return {**amm.snapshot(dask_scheduler, None, keys), "rates": rates}
 
 
-def query_rates(client) -> dict:
-    """The cluster's rates reply (``DaskTraPlugin.rates_reply``), in one round trip."""
-    ensure_installed(client)
-    return client.sync(getattr(client.scheduler, RATES_OP))
-
-
-def store_rates(client, rates: dict, workers) -> dict:
-    """Store calibrated ``rates`` (measured on ``workers``) on the cluster's scheduler, for every
-    client of it; returns the new rates reply."""
-    ensure_installed(client)
-    out = client.sync(getattr(client.scheduler, RATES_OP), store=dict(rates), workers=list(workers))
-    if "error" in out:
-        raise ValueError(f"dask_tra's scheduler plugin refused the rates: {out['error']}")
-    return out
-
-
-def send_hold(client, keys) -> None:
-    """Ask the scheduler (one-way) to hold ``keys``' replicas for ``HOLD_S`` seconds."""
-    if keys:
-        ensure_installed(client)
-        client._send_to_scheduler({"op": HOLD_OP, "keys": list(keys)})
+def read_rates(dask_scheduler=None) -> dict:
+    """Run on the scheduler: the rates reply, read only (``read_snapshot``)."""
+    plugin = _installed(dask_scheduler)
+    return rates_reply(dask_scheduler, None, 0) if plugin is None else plugin.rates_reply()

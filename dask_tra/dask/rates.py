@@ -63,7 +63,8 @@ import numpy as np
 from .. import config
 from ..optimizer import Rates
 from .ownership import Pins, mark
-from .plugin import MEASURED, query_rates, store_rates, valid_rates
+from .plugin import MEASURED, valid_rates
+from .session import query_rates, store_rates
 from .sites import in_event_loop
 
 PREFIX = "dask_tra-calibrate"  # every calibration task's key prefix (``key_split``) on the dashboard

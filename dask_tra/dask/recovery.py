@@ -26,7 +26,7 @@ from distributed import Future
 
 from ..tra import TRAError
 from ..tra.expr import substitute
-from .plugin import query_snapshot
+from .session import query_snapshot
 from .sources import PersistedSource, fresh_name, is_future
 
 ATTEMPTS = 3
@@ -54,7 +54,7 @@ def recover(collection) -> bool:
     for name, src in collection.sources.items():
         if lost_futures(src):
             found = True
-            rebuild(name, src, collection.array_type)
+            rebuild(name, src, collection.array_type, scatter=True)  # inside compute/persist
     for name, src in collection.sources.items():
         gone = [k for k, f in src.graph.items() if is_future(f) and f.status != "finished"]
         if gone and not isinstance(src, PersistedSource):
@@ -70,18 +70,21 @@ def recover(collection) -> bool:
     return found
 
 
-def restore_lost(collection):
+def restore_lost(collection, scatter: bool = False):
     """Before a graph is built: persisted inputs that already lost blocks and have a lineage
     are recomputed, so every path (``dask.compute``, ``client.compute``, ``to_dask``) starts
-    from data the cluster has."""
+    from data the cluster has. (Only then does making a graph send work to the cluster: the
+    user's own persisted data, computed again; it installs nothing. Client arrays are
+    scattered for it only with ``scatter``, inside ``compute``/``persist``.)"""
     for name, src in collection.sources.items():
         if getattr(src, "lineage", None) is not None and lost_futures(src):
-            rebuild(name, src, collection.array_type)
+            rebuild(name, src, collection.array_type, scatter)
 
 
-def rebuild(name, src: PersistedSource, cls):
+def rebuild(name, src: PersistedSource, cls, scatter: bool = False):
     """``src``'s lost blocks computed again from its lineage (the rest kept), as the blocks of
-    a collection of class ``cls`` (the RelArray class: the Dask layer imports no array code)."""
+    a collection of class ``cls`` (the RelArray class: the Dask layer imports no array code);
+    its client arrays scattered with ``scatter``, else inside the graph."""
     lost = lost_futures(src)
     if src.lineage is None:
         _no_lineage(name, lost or list(src.type.iter_keys()))
@@ -90,7 +93,7 @@ def rebuild(name, src: PersistedSource, cls):
     # a name of its own: the lost collection's keys (the same expression, so the same name) are
     # being forgotten by the scheduler while this runs
     fresh = cls(expr, sources, name=fresh_name("recovered"))
-    src.refresh({**src.blocks, **persist_blocks(fresh, lost, client)})
+    src.refresh({**src.blocks, **persist_blocks(fresh, lost, client, scatter)})
 
 
 def composed(src: PersistedSource, client) -> tuple:
@@ -150,12 +153,12 @@ def on_cluster(chain: dict, client) -> dict:
     return out
 
 
-def persist_blocks(collection, keys, client) -> dict:
+def persist_blocks(collection, keys, client, scatter: bool = False) -> dict:
     """{block key: future} for the blocks ``keys`` of ``collection``: its plan's graph culled to
     what those blocks need, sent to the scheduler. (Emitted without the plan's report, which
     nobody reads here.)"""
     out = [(collection.name,) + tuple(k) for k in keys]
-    graph = collection._emit(collection._planned_entry())[0].cull(set(out))
+    graph = collection._emit(collection._planned_entry(), scatter)[0].cull(set(out))
     return dict(zip(keys, client.get(graph, out, sync=False)))
 
 

@@ -29,7 +29,7 @@ from ..tra import Input, RelationType
 from ..tra.blocks import normalize_chunks
 from ..tra.tasks import Data
 from .dispatch import register_worker_dispatch
-from .plugin import query_snapshot, send_hold
+from .session import query_snapshot, send_hold
 
 
 def fresh_name(prefix: str) -> str:
@@ -360,7 +360,7 @@ RECOMPUTE_WAIT_S = 300  # how long planning waits for persisted blocks Dask is r
 def placements_of(client, held: dict, found: tuple | None = None) -> dict:
     """{name: {block key: (worker, ...)}} for each ``held[name]`` ({dask key: block key}) whose
     every block is in memory on the cluster (one scheduler round trip for all of them, or
-    ``found``: ``plugin.query_snapshot``'s answer already fetched; the replicas reported are held for
+    ``found``: ``session.query_snapshot``'s answer already fetched; the replicas reported are held for
     the plan, see ``amm.py``). Blocks Dask is recomputing (their worker died) are waited for,
     then planned where they land."""
     if client is None or not held:
