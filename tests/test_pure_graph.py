@@ -18,7 +18,7 @@ from dask_tra.dask import plugin
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as c:
         yield c
 
