@@ -230,6 +230,34 @@ def test_common_subexpressions_merge_by_content_not_by_name():
     assert merged[0] is not merged[1] and merged[0] is merged[2]
 
 
+def _plus_one():
+    def f(c):
+        return c + 1
+
+    return f
+
+
+def _minus_one():
+    def f(c):
+        return c - 1
+
+    return f
+
+
+def test_named_arrays_merge_by_their_token_and_equal_names_stay_apart():
+    """Nodes the array layer named merge by their content token (``dag.TOKEN``), which tells two
+    functions named alike apart by what they are."""
+    x = da.from_array(np.arange(16.0).reshape(4, 4), chunks=2)
+    plus = _plus_one()
+    a, b = x.map_blocks(plus), x.map_blocks(_minus_one())
+    assert a.name != b.name
+    y = a + b + x.map_blocks(plus)
+    (merged,) = common_subexpressions((y.expr,))
+    assert len(walk_many([merged])) == len(walk_many([y.expr])) - 1  # the two a's are one
+    assert_same_relation(y.expr, merged, y.sources)
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), 3 * np.arange(16.0).reshape(4, 4) + 1)
+
+
 def test_a_shared_operator_is_not_computed_twice():
     """A slice of a result another output also reads is not pushed below it (its blocks would
     be computed twice)."""

@@ -17,9 +17,7 @@ import hashlib
 from dask.base import tokenize
 
 from ..optimizer.cache import type_token
-from ..tra.dag import cached
-
-_ATTR = "_dask_tra_token"
+from ..tra.dag import TOKEN, cached
 
 
 def _own(node) -> bytes:
@@ -31,7 +29,7 @@ def _own(node) -> bytes:
 
 def expr_token(expr) -> str:
     """The node's token (and every new node's below it), iteratively; shared nodes once."""
-    return cached(expr, _ATTR, _token)
+    return cached(expr, TOKEN, _token)
 
 
 def _token(node, child_tokens: list) -> str:

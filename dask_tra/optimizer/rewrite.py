@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..tra import expr as tra
-from ..tra.dag import walk_many
+from ..tra.dag import TOKEN, walk_many
 from ..tra.errors import TRAError
 from ..tra.expr import Expr, with_children
 from ..tra.kernels import Bound, Composed, Kernel
@@ -245,19 +245,25 @@ def content(node: Expr) -> Any:
 
 
 def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> tuple[Expr, ...]:
-    """``exprs`` with nodes that compute the same thing from the same inputs merged into one.
-    ``memo`` (id -> (node, content)) carries contents from one call to the next."""
+    """``exprs`` with nodes that compute the same thing from the same inputs merged into one: by
+    their content token where the array layer named them (``dag.TOKEN``: a digest of the node
+    and everything below it, what equal array names rest on), else by ``content`` and their
+    merged children. ``memo`` (id -> (node, content)) carries contents from one call to the next."""
     seen: dict[Any, Expr] = {}
     done: dict[int, Expr] = {}
     memo = {} if memo is None else memo
     _seen.clear()
     for node in walk_many(exprs):  # children first
         kids = tuple(done[id(c)] for c in node.children)
-        hit = memo.get(id(node))
-        if hit is None or hit[0] is not node:
-            hit = memo[id(node)] = (node, content(node))
-        own = hit[1]
-        key = None if own is None else (own, tuple(id(k) for k in kids))
+        token = node.__dict__.get(TOKEN)
+        if token is not None:
+            key: Any = token
+        else:
+            hit = memo.get(id(node))
+            if hit is None or hit[0] is not node:
+                hit = memo[id(node)] = (node, content(node))
+            own = hit[1]
+            key = None if own is None else (own, tuple(id(k) for k in kids))
         found = seen.get(key) if key is not None else None
         if found is None:
             found = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)

@@ -52,6 +52,9 @@ def fill(root: Any, done: Callable[[Any], bool], compute: Callable[[Any], None])
         stack.pop()
 
 
+TOKEN = "_dask_tra_token"  # a node's content token, where its builder named it (``cached``; array names)
+
+
 def cached(root: Any, attr: str, compute: Callable[[Any, list], Any]) -> Any:
     """A fact of ``root`` kept on its nodes: ``compute(node, [the children's facts])`` for
     ``root`` and every node below it that lacks ``attr``, stored there (``fill``). A node built

@@ -37,14 +37,20 @@ class ChunkAxis:
         key_dims = tuple(int(d) for d in key_dims)
         if sizes.ndim != len(key_dims):
             raise TRAError(f"ChunkAxis: {len(key_dims)} key dims but sizes of rank {sizes.ndim}")
-        if len(set(key_dims)) != len(key_dims):
-            raise TRAError(f"ChunkAxis: repeated key dims {key_dims}")
-        if (sizes < 0).any():
+        if sizes.ndim == 0:  # the common constant axis, checked and stored without array calls
+            if int(sizes) < 0:
+                raise TRAError("ChunkAxis: negative extent")
+        elif sizes.size and sizes.min() < 0:
             raise TRAError("ChunkAxis: negative extent")
-        order = np.argsort(key_dims, kind="stable")
-        self.key_dims = tuple(key_dims[i] for i in order)
-        sizes = np.transpose(sizes, order) if sizes.ndim else sizes
-        sizes.setflags(write=False)
+        if any(a >= b for a, b in zip(key_dims, key_dims[1:])):  # not strictly increasing: sort
+            if len(set(key_dims)) != len(key_dims):
+                raise TRAError(f"ChunkAxis: repeated key dims {key_dims}")
+            order = np.argsort(key_dims, kind="stable")
+            key_dims = tuple(key_dims[i] for i in order)
+            sizes = np.transpose(sizes, order)
+        self.key_dims = key_dims
+        if sizes.flags.writeable:
+            sizes.setflags(write=False)
         self.sizes = sizes
 
     @classmethod
