@@ -243,7 +243,7 @@ def test_one_placement_query_per_compute(client, monkeypatch):
     wait(x)
     asked = []
     real = collection.snapshot
-    monkeypatch.setattr(collection, "snapshot", lambda c, keys: asked.append(len(keys)) or real(c, keys))
+    monkeypatch.setattr(collection, "snapshot", lambda c, keys, **kw: asked.append(len(keys)) or real(c, keys, **kw))
     a = x.compute()
     asked.clear()
     np.testing.assert_allclose((x.T @ x).compute(), a.T @ a, rtol=1e-10)
