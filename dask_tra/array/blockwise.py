@@ -20,6 +20,8 @@ gather), ``apply_along_axis``; ``.blocks`` and ``.vindex`` are gathers (``apply_
 
 from __future__ import annotations
 
+import copy
+
 import inspect
 import math
 from numbers import Integral
@@ -119,6 +121,16 @@ class BlockFunction(Kernel):
 
     def out_axes(self, frontier, *in_axes):
         return tuple(ChunkAxis.const(sizes[0]) if d is None else ChunkAxis.along(d, sizes) for d, sizes in self.out)
+
+    def restricted(self, dim, kept):
+        """The declared output sizes along key dim ``dim`` cut to the blocks kept (``block_info``
+        reads a block's place from its parameter chunk, which keeps it)."""
+        out = tuple((d, tuple(sizes[i] for i in kept) if d == dim else sizes) for d, sizes in self.out)
+        if out == self.out:
+            return self
+        new = copy.copy(self)
+        new.out = out
+        return new
 
     def out_dtype(self, *dtypes):
         return self.dtype

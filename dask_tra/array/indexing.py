@@ -19,8 +19,8 @@ import numpy as np
 from ..dask.sources import ConstantSource, RandomSource, Source, content_name
 from ..tra import Input, RelationType
 from .lazy import narrow
-from .rechunk import take
-from .relations import BlockSource, is_array, offsets, wrap_source
+from .rechunk import keep_blocks, take
+from .relations import BlockSource, is_array, offsets, wrap, wrap_source
 
 INVALID = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -78,6 +78,7 @@ def getitem(x, index):
         return x  # x[:], x[...], x[0:len(x)]: x itself (dask)
     x, entries = narrow(x, entries)  # a lazily read input reads only the blocks the index touches
     x, entries = _narrow_generated(x, entries)  # a generated input makes only those blocks
+    x, entries = _narrow_derived(x, entries)  # a computed array keeps only those blocks
     arrays = [e for e in entries if e[0] in ("array", "mask")]
     if len(arrays) > 1 or (arrays and split and any(e[0] == "new" for e in entries)):
         return _several_arrays(x, entries, split)
@@ -235,15 +236,43 @@ class BlocksOf(Source):
 
 def _narrow_generated(x, entries):
     """When ``x`` is a generated input (``BlockSource``, ``ConstantSource``, ``RandomSource``):
-    the input restricted to the blocks ``entries`` touch along each axis (the range a slice
-    crosses, the blocks holding an integer's, an integer array's or a 1-d mask's positions), and
-    the entries renumbered to it; otherwise ``x, entries``. So ``arange(10**12)[[5, 10**11]]``
-    plans, and makes, two blocks."""
+    the input restricted to the blocks ``entries`` touch (``_touched``), and the entries
+    renumbered to it; otherwise ``x, entries``. So ``arange(10**12)[[5, 10**11]]`` plans, and
+    makes, two blocks."""
     if x.expr.children:
         return x, entries
     src = x.sources.get(x.expr.name)
     if not isinstance(src, (BlockSource, ConstantSource, RandomSource, BlocksOf)):
         return x, entries
+    blocks, shifted = _touched(x, entries)
+    if all(len(b) == len(c) for b, c in zip(blocks, x.chunks)):
+        return x, entries
+    if isinstance(src, BlocksOf):  # narrowing a narrowed input: blocks of the original
+        blocks = [np.asarray(outer)[list(b)] for outer, b in zip(src.blocks, blocks)]
+        src = src.inner
+    return wrap_source(BlocksOf(src, blocks)), shifted
+
+
+def _narrow_derived(x, entries):
+    """When ``x`` is computed: ``x`` with only the blocks ``entries`` touch along each axis
+    (``rechunk.keep_blocks``, one axis after the other, below every gather), and the entries
+    renumbered to it. The rewrite pass moves each axis' cut toward the inputs, so a corner of
+    ``x + x.T`` computes the blocks of the corner."""
+    if not x.expr.children:
+        return x, entries
+    blocks, shifted = _touched(x, entries)
+    expr = x.expr
+    for axis, (b, c) in enumerate(zip(blocks, x.chunks)):
+        if len(b) < len(c):
+            expr = keep_blocks(expr, axis, b)
+    return (x, entries) if expr is x.expr else (wrap(expr, x), shifted)
+
+
+def _touched(x, entries):
+    """(the blocks ``entries`` touch along each axis, the entries renumbered to those blocks):
+    the range a slice crosses, the blocks holding an integer's, an integer array's or a 1-d
+    mask's positions; every block where a k-d mask or an out-of-range index reads (its error is
+    raised later)."""
     blocks, shifted, axis = [], [], 0
     for kind, v, k in entries:
         if k == 0:
@@ -291,12 +320,7 @@ def _narrow_generated(x, entries):
         blocks.append(used)
         shifted.append((kind, v, k))
         axis += 1
-    if all(len(b) == len(c) for b, c in zip(blocks, x.chunks)):
-        return x, entries
-    if isinstance(src, BlocksOf):  # narrowing a narrowed input: blocks of the original
-        blocks = [np.asarray(outer)[list(b)] for outer, b in zip(src.blocks, blocks)]
-        src = src.inner
-    return wrap_source(BlocksOf(src, blocks)), shifted
+    return blocks, shifted
 
 
 def _split_advanced(index):

@@ -81,6 +81,15 @@ def _encode(local):
     return local
 
 
+def keep_blocks(expr, axis: int, used) -> ReKey:
+    """``expr`` with only the blocks ``used`` (sorted) along ``axis``, renumbered 0, 1, ...: a
+    Filter and a renumbering ReKey, the pair the rewrite pass pushes toward the inputs."""
+    used = [int(i) for i in used]
+    rank = {i: r for r, i in enumerate(used)}
+    expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
+    return ReKey(expr, KeyMap.renumbering(axis, rank, expr.type.key_arity))
+
+
 def gather(x, axis: int, src, out_chunks) -> Rel:
     """Position t of the result along ``axis`` is position ``src[t]`` of ``x`` (see module doc)."""
     t = x.expr.type
@@ -105,9 +114,7 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
     used = sorted({i for i, _, _ in pieces})
     expr, n = x.expr, t.key_arity
     if len(used) < len(in_chunks):  # drop unused blocks, renumber the rest
-        rank = {i: r for r, i in enumerate(used)}
-        expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
-        expr = ReKey(expr, KeyMap.renumbering(axis, rank, n))
+        expr = keep_blocks(expr, axis, used)
     by_old = {i: [] for i in range(len(used))}
     by_new = {j: [] for j in range(len(out_chunks))}
     for i, j, loc in pieces:

@@ -80,7 +80,10 @@ def _relabel_through_transform(node: Any, sole: Sole) -> Expr | None:
     business no more than chunks are the relabelling's."""
     if node.pure_copy and isinstance(node.child, tra.Transform) and sole(node.child):
         t = node.child
-        return tra.Transform(node.over(t.child), t.kernel)
+        kernel = t.kernel
+        if isinstance(node, tra.ReKey) and node.key_fn.renumbers is not None:
+            kernel = kernel.restricted(node.key_fn.renumbers, node.key_fn.kept())
+        return tra.Transform(node.over(t.child), kernel)
     return None
 
 
@@ -126,7 +129,8 @@ def _slice_through_join(node: Any, sole: Sole) -> Expr | None:
 
     left = cut(join.left, axis) if axis < kl else join.left
     right = cut(join.right, from_right[axis]) if axis in from_right else join.right
-    return tra.Join(left, right, join.left_keys, join.right_keys, join.kernel)
+    kernel = join.kernel.restricted(axis, node.key_fn.kept())
+    return tra.Join(left, right, join.left_keys, join.right_keys, kernel)
 
 
 def _filter_through_aggregate(node: Any, sole: Sole) -> Expr | None:

@@ -152,6 +152,11 @@ class Kernel:
         one), or None."""
         return None
 
+    def restricted(self, dim: int, kept: tuple) -> "Kernel":
+        """This kernel where output key dim ``dim`` keeps only the blocks ``kept`` (old numbers,
+        renumbered 0, 1, ... in that order): itself, unless it stores output sizes per block."""
+        return self
+
     def __dask_tokenize__(self) -> tuple:
         """What dask's ``tokenize`` hashes (array names): the kernel's class and fields; far
         cheaper than the pickle dask falls back on for a plain object."""

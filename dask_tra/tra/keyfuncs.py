@@ -38,6 +38,13 @@ class KeyMap:
             raise ValueError(f"{self} is not a renumbering")
         return KeyMap.renumbering(dim, self.fn.params[1], arity)
 
+    def kept(self) -> tuple:
+        """A renumbering's kept indices (old numbers), in their new order."""
+        if self.renumbers is None or not isinstance(self.fn, Bound):
+            raise ValueError(f"{self} is not a renumbering")
+        table = self.fn.params[1]
+        return tuple(sorted(table, key=table.__getitem__))
+
     def copied(self, dims: Iterable[int]) -> frozenset | None:
         """The input dims that output ``dims`` copy (a selected None dim reads 0: no input dim);
         None when one of them is computed, or the map is not known."""
