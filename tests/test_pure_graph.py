@@ -34,6 +34,16 @@ def _state(dask_scheduler=None) -> dict:
     }
 
 
+def _tasks(dask_scheduler=None) -> int:
+    return len(dask_scheduler.tasks)
+
+
+def _reads_scattered(graph) -> bool:
+    """Whether a graph's tasks read blocks scattered from the client (``tra-scattered-…`` keys)."""
+    deps = {d for layer in graph.layers.values() for node in dict(layer).values() for d in getattr(node, "dependencies", ())}
+    return any(isinstance(k, tuple) and str(k[0]).startswith("tra-scattered") for k in deps)
+
+
 def _inputs(seed):
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
@@ -41,7 +51,7 @@ def _inputs(seed):
 
 
 def test_graph_construction_changes_nothing_on_the_cluster(client):
-    before = client.run_on_scheduler(_state)
+    before, tasks = client.run_on_scheduler(_state), client.run_on_scheduler(_tasks)
     assert plugin.NAME not in before["plugins"]  # a cluster dask_tra was never used on
     a, b, x, y = _inputs(1)
     r = dt.random.uniform(-1, 1, (30, 20), chunks=(8, 6), seed=3)
@@ -54,6 +64,8 @@ def test_graph_construction_changes_nothing_on_the_cluster(client):
     assert dz.chunks == z.chunks
     z.explain()
     assert client.run_on_scheduler(_state) == before
+    assert client.run_on_scheduler(_tasks) == tasks  # nothing scattered, nothing submitted
+    assert not _reads_scattered(graph)  # the client arrays ride inside the graph
     want = (a @ b + a @ r.compute(scheduler="sync")).sum(axis=0)
     np.testing.assert_allclose(dask.compute(z)[0], want)  # through __dask_graph__: nothing installed
     np.testing.assert_allclose(client.compute(z).result(), want)
@@ -64,9 +76,11 @@ def test_graph_construction_changes_nothing_on_the_cluster(client):
 def test_compute_installs_once_and_a_graph_after_it_changes_nothing(client):
     a, b, x, y = _inputs(2)
     z = x @ y
+    assert not _reads_scattered(z.dask)  # made before any compute: the arrays inside the graph
     with dt.diagnostics.measure() as m:
         np.testing.assert_allclose(z.compute(), a @ b)
-    assert m.bytes_moved == m.predicted_bytes  # compute scattered the inputs where the plan put them
+    assert m.bytes_moved == m.predicted_bytes > 0  # compute scattered the inputs where the plan put them
+    assert _reads_scattered(z.dask)  # asked for after the run: the graph that ran
     installed = client.run_on_scheduler(_state)
     assert plugin.NAME in installed["plugins"]
     assert {plugin.SNAPSHOT_OP, plugin.RATES_OP} <= set(installed["handlers"])
