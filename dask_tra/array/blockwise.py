@@ -21,7 +21,6 @@ gather), ``apply_along_axis``; ``.blocks`` and ``.vindex`` are gathers (``apply_
 from __future__ import annotations
 
 import copy
-
 import inspect
 import math
 from numbers import Integral
