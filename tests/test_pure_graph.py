@@ -40,7 +40,8 @@ def _tasks(dask_scheduler=None) -> int:
 
 def _reads_scattered(graph) -> bool:
     """Whether a graph's tasks read blocks scattered from the client (``tra-scattered-…`` keys)."""
-    deps = {d for layer in graph.layers.values() for node in dict(layer).values() for d in getattr(node, "dependencies", ())}
+    nodes = [node for layer in graph.layers.values() for node in dict(layer).values()]
+    deps = {d for node in nodes for d in getattr(node, "dependencies", ())}
     return any(isinstance(k, tuple) and str(k[0]).startswith("tra-scattered") for k in deps)
 
 
