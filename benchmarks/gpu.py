@@ -86,6 +86,10 @@ def start_gpu_cluster(n_workers, memory_limit="16GiB"):
     client = Client(cluster)
     import dask_tra
     dask_tra.calibrate(client)  # the rates plans are costed with (planning never measures them)
+    # the GPU chunks' dispatch on every worker: the runs below hand graphs to dask.persist, and
+    # making a graph installs nothing (docs/dask-integration.md, "What changes a cluster")
+    from dask_tra import backends
+    dask_tra.install(client, backends=[b for b in ("cupy", "torch") if backends.available(b)])
     return cluster, client
 
 
