@@ -337,3 +337,27 @@ def test_types_compare_by_extent_not_by_how_an_axis_is_written():
     other = RelationType((1, 3), (ChunkAxis.const(4), ChunkAxis.along(1, (2, 2, 1))), np.float64)
     assert along.same_as(const) and const.same_as(along)
     assert not along.same_as(other)
+
+
+@pytest.mark.parametrize(
+    "index, blocks",
+    [
+        ((slice(0, 100), slice(0, 100)), 1),
+        ((slice(0, 5), slice(3000, 3400)), 9),  # the box of both readers' blocks: {0, 10, 11}²
+    ],
+)
+def test_a_slice_of_an_expression_reading_a_result_twice_computes_the_blocks_its_readers_keep(index, blocks):
+    """``x`` is read by ``x + x.T`` twice: each read is cut by the slice, so ``x`` is cut to the
+    box of blocks some read keeps (``rewrite._cut_shared``), then the cut moves below it."""
+    import dask.array
+
+    def build(lib):
+        x = lib.zeros((4000, 4000), chunks=300).map_blocks(_located, dtype=float)
+        return (x * x.T + x)[index]
+
+    y = build(da)
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), build(dask.array).compute(scheduler="sync"))
+    (after,) = simplify([y.expr])
+    calls = [n for n in walk_many([after]) if isinstance(n, Join) and n.kernel.name == "located"]
+    assert [n.type.n_tuples for n in calls] == [blocks]
+    assert after.type.same_as(y.expr.type)

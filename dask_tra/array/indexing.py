@@ -18,8 +18,9 @@ import numpy as np
 
 from ..dask.sources import ConstantSource, RandomSource, Source, content_name
 from ..tra import Input, RelationType
+from ..tra.expr import keep_blocks
 from .lazy import narrow
-from .rechunk import keep_blocks, take
+from .rechunk import take
 from .relations import BlockSource, is_array, offsets, wrap, wrap_source
 
 INVALID = (

@@ -28,6 +28,7 @@ from numbers import Integral
 import numpy as np
 
 from ..tra import Concat, Filter, Join, ReKey, Tile
+from ..tra.expr import keep_blocks
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from .kernels import Take
@@ -79,15 +80,6 @@ def _encode(local):
         if (steps == steps[0]).all() and steps[0] != 0:
             return np.array([local[0], steps[0], len(local), -1])
     return local
-
-
-def keep_blocks(expr, axis: int, used) -> ReKey:
-    """``expr`` with only the blocks ``used`` (sorted) along ``axis``, renumbered 0, 1, ...: a
-    Filter and a renumbering ReKey, the pair the rewrite pass pushes toward the inputs."""
-    used = [int(i) for i in used]
-    rank = {i: r for r, i in enumerate(used)}
-    expr = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
-    return ReKey(expr, KeyMap.renumbering(axis, rank, expr.type.key_arity))
 
 
 def gather(x, axis: int, src, out_chunks) -> Rel:

@@ -26,7 +26,7 @@ import numpy as np
 from ..tra import expr as tra
 from ..tra.dag import TOKEN, walk_many
 from ..tra.errors import TRAError
-from ..tra.expr import Expr, with_children
+from ..tra.expr import Expr, keep_blocks, with_children
 from ..tra.kernels import Bound, Composed, Kernel
 from ..tra.keyfuncs import KeyMap, KeyPred
 
@@ -62,7 +62,7 @@ def pred_after(pred: KeyPred, keymap: KeyMap) -> KeyPred:
 
 
 def _merge_filters(node: Any, sole: Sole) -> Expr | None:
-    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Filter):
+    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Filter) and sole(node.child):
         outer, inner = node.predicate, node.child.predicate
         return tra.Filter(node.child.child, inner if outer == inner else KeyPred.conjunction(outer, inner))
     return None
@@ -105,7 +105,11 @@ def _filter_through_join(node: Any, sole: Sole) -> Expr | None:
         right = tra.Filter(right, KeyPred.reindexed(pred, {d: from_right[d] for d in pred.dims}, out_arity))
     if left is join.left and right is join.right:
         return None
-    return tra.Join(left, right, join.left_keys, join.right_keys, join.kernel)
+    kernel = join.kernel  # the filter may end some dims sooner: their trailing blocks are cut
+    for d, (now, was) in enumerate(zip(node.type.frontier, join.type.frontier)):
+        if now < was:
+            kernel = kernel.restricted(d, tuple(range(now)))
+    return tra.Join(left, right, join.left_keys, join.right_keys, kernel)
 
 
 def _slice_through_join(node: Any, sole: Sole) -> Expr | None:
@@ -281,9 +285,66 @@ def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> 
 # ---------------------------------------------------------------- the driver
 
 
+ROUNDS = 3  # passes at most: a pass that cuts shared results gives the next more to move
+
+
 def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
     """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
-    merged before and after. Each result has its expression's exact type."""
+    merged before and after; then, where every reader of a shared result filters it, the
+    result is cut to the keys some reader keeps (``_cut_shared``) and the pass runs again.
+    Each result has its expression's exact type."""
+    exprs = tuple(exprs)
+    for _ in range(ROUNDS):
+        exprs = _simplify_once(exprs, rules)
+        cut = _cut_shared(exprs)
+        if cut is None:
+            break
+        exprs = cut
+    return exprs
+
+
+def _cut_shared(exprs: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
+    """Where a computed result is read by several operators, all Filters (a slice of ``x + x.T``
+    reads ``x`` twice): the result cut to the box of blocks some reader keeps, each dim's kept
+    blocks renumbered (``keep_blocks``: the next pass moves that pair below the result) and
+    numbered back, so each reader filters what it did. None when there is no such result."""
+    readers: dict[int, list] = {}
+    order = walk_many(exprs)
+    for node in order:
+        for c in node.children:
+            readers.setdefault(id(c), []).append(node)
+    roots = {id(e) for e in exprs}
+    cuts: dict[int, Expr] = {}
+    for node in order:
+        users = readers.get(id(node), ())
+        if len(users) < 2 or not node.children or id(node) in roots:
+            continue
+        if not all(isinstance(u, tra.Filter) and u.predicate.dims is not None for u in users):
+            continue
+        preds = [u.predicate for u in users]
+        kept = [k for k in node.type.iter_keys() if any(p(k) for p in preds)]
+        box = [sorted({k[d] for k in kept}) for d in range(node.type.key_arity)]
+        if not kept or all(len(b) == f for b, f in zip(box, node.type.frontier)):
+            continue
+        cut: Expr = node
+        for d, b in enumerate(box):
+            if len(b) < node.type.frontier[d]:
+                cut = keep_blocks(cut, d, b)
+        for d, b in enumerate(box):
+            if len(b) < node.type.frontier[d]:
+                cut = tra.ReKey(cut, KeyMap.renumbering(d, dict(enumerate(b)), node.type.key_arity))
+        cuts[id(node)] = cut
+    if not cuts:
+        return None
+    done: dict[int, Expr] = {}
+    for node in order:  # children first
+        kids = tuple(cuts.get(id(c), done[id(c)]) if id(node) not in cuts else done[id(c)] for c in node.children)
+        done[id(node)] = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
+    out = tuple(done[id(e)] for e in exprs)
+    return out if all(o.type.same_as(e.type) for o, e in zip(out, exprs)) else None
+
+
+def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Expr, ...]:
     memo: dict = {}
     exprs = common_subexpressions(tuple(exprs), memo)
     readers: Counter = Counter(id(e) for e in exprs)  # id -> operators (and roots) reading it

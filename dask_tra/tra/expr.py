@@ -19,8 +19,8 @@ import numpy as np
 
 from .dag import cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
-from .kernels import Kernel
-from .keyfuncs import KeyMap, KeyPred
+from .kernels import Bound, Kernel
+from .keyfuncs import KeyMap, KeyPred, dims_in
 from .relation import ChunkAxis, RelationType, infer_axis
 
 
@@ -353,6 +353,15 @@ class Filter(TupleMap):
 
     def describe(self) -> str:
         return f"Filter({self.predicate})"
+
+
+def keep_blocks(expr: Expr, axis: int, used: Iterable[int]) -> ReKey:
+    """``expr`` with only the blocks ``used`` (sorted) along key dim ``axis``, renumbered 0, 1,
+    ...: a Filter and a renumbering ReKey, the pair the rewrite pass moves toward the inputs."""
+    used = [int(i) for i in used]
+    rank = {i: r for r, i in enumerate(used)}
+    kept = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
+    return ReKey(kept, KeyMap.renumbering(axis, rank, expr.type.key_arity))
 
 
 class Transform(TupleMap):
