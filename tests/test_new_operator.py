@@ -18,6 +18,7 @@ from dask_tra.optimizer import operators, plan
 from dask_tra.optimizer.candidates import per_tuple as per_tuple_costs
 from dask_tra.optimizer.layout import Alt as IAAlt
 from dask_tra.optimizer.operators import concat as concat_op
+from dask_tra.optimizer.operators.registry import Local
 from dask_tra.optimizer.strategies import per_tuple as per_tuple_plans
 from dask_tra.optimizer.symbolic import Cand, View
 from dask_tra.tra import ChunkAxis, Concat, Expr, Input, Join, KeyMap, ReKey, RelationType, assemble, evaluate, split
@@ -147,18 +148,18 @@ def _merge_reference(node, rel):
 
 
 def _merge_plans(node, child):
-    split = per_tuple_plans(node.split, child)["local"]
+    split = per_tuple_plans(node.split, child)[Local()]
     return concat_op.plans(node.concat_over(Input("_", node.split.type)), IAAlt(split))
 
 
 def _merge_costs(node, child, s, only=None):
-    rk = per_tuple_costs(node.split, child, s)["local"]
+    rk = per_tuple_costs(node.split, child, s)[Local()]
     view = View(node.split.type, rk.layout, rk.layout, placed=child.placed)
     out = {}
-    for name, c in concat_op.costs(node.concat_over(Input("_", node.split.type)), view, s, only).items():
+    for strategy, c in concat_op.costs(node.concat_over(Input("_", node.split.type)), view, s, only).items():
         peak = np.maximum(rk.peak, c.peak)
-        out[name] = Cand(c.layout, c.moved, c.paper, peak, rk.flops + c.flops, rk.tasks + c.tasks, rk.present,
-                         c.detail, c.site_moved)
+        out[strategy] = Cand(c.layout, c.moved, c.paper, peak, rk.flops + c.flops, rk.tasks + c.tasks, rk.present,
+                             c.detail, c.site_moved, strategy=strategy)
     return out
 
 

@@ -27,6 +27,8 @@ from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
 from .local import plan_local
 from .memory import held_for_readers, largest_block, working_set
+from .operators import registry
+from .operators.registry import CONTRACTION_KINDS
 from .rewrite import simplify
 from .search import (
     Alt,
@@ -92,8 +94,8 @@ class Plan:
 
 # input name -> {key: (site, ...)}: inputs already placed on a cluster
 Placements = Mapping[str, Mapping[tuple[int, ...], Sequence[int]]]
-# one strategy name for every contraction, or {operator kind: strategy}
-Force = str | Mapping[str, str]
+# one strategy (a name or a ``registry.Strategy``) for every contraction, or {operator kind: strategy}
+Force = registry.Force
 
 
 def plan(
@@ -294,11 +296,10 @@ class _Totals:
 
 def _one_candidate(node, strategy, cand, inputs, present, s, rates):
     """The costing of ``strategy`` for ``node`` over ``inputs`` (with the copies in ``present``),
-    or None if it no longer applies; ``cand`` is the costing it was chosen by (bmm's side, the
-    two-phase placement)."""
-    only = strategy if strategy != "bmm" else f"bmm-{cand.detail['bside']}"
+    or None if it no longer applies; ``cand`` is the costing it was chosen by, its strategy
+    object with the parameters it chose (bmm's side, the two-phase placement)."""
     views = views_of(inputs, present)
-    return _candidates(node, kind_of(node), views, s, only, rates, cand.detail.get("twophase")).get(strategy)
+    return _candidates(node, kind_of(node), views, s, cand.strategy, rates).get(cand.strategy)
 
 
 def _seen(inputs, present) -> tuple:
@@ -446,7 +447,7 @@ def _gather_bytes(alt) -> int:
 
 
 def _describe(node, kind):
-    if kind in ("matmul", "einsum", "contraction"):
+    if kind in CONTRACTION_KINDS:
         return f"{node.describe()} ∘ {node.child.describe()}"
     return node.describe()
 

@@ -1,7 +1,8 @@
 """Expand a chosen plan into its IA nodes, once (for emission and the reference executor).
 
 The search decides strategies from closed-form costs; here every chosen alternative is
-built into IA operators by ``strategies`` (the same strategies, move for move), so its
+built into IA operators by ``strategies`` (the same strategies, move for move; the strategy
+object the costing tagged its ``Cand`` with picks the sub-plan), so its
 ``copies`` (every tuple with its sites) exist only for the plan that runs.
 """
 
@@ -12,7 +13,8 @@ from ..tra import expr as tra
 from . import operators, twophase_strategy
 from . import strategies as S
 from .layout import Alt as IAAlt
-from .search import chosen, inputs_of, kind_of
+from .operators.registry import OperatorKind, TwoPhase, operator_kind
+from .search import chosen, inputs_of
 
 
 def build(roots, s) -> list:
@@ -34,20 +36,22 @@ def build(roots, s) -> list:
 
 
 def _one(node, alt, kids, s):
-    kind = kind_of(node)
-    name = alt.strategy
-    if name == twophase_strategy.NAME and kind in ("matmul", "einsum", "contraction"):
-        return twophase_strategy.build(node, kids[0], kids[1], s, alt.cand.detail["twophase"])
-    if kind in ("matmul", "einsum", "contraction"):
-        return S.contraction(node, kids[0], kids[1], s, only=name, bside=alt.cand.detail.get("bside"))[name]
-    if isinstance(node, tra.Join):
-        return S.join_alone(node, kids[0], kids[1], only=name)[name]
-    if isinstance(node, tra.Aggregate):
-        return S.aggregate_alone(node, kids[0])[name]
-    op = operators.lookup(node)
-    if op is not None:
-        return op.plans(node, *kids)[name]
-    return S.per_tuple(node, kids[0])[name]
+    """The IA sub-plan of ``alt``'s strategy (the object its costing was tagged with)."""
+    strategy = alt.cand.strategy
+    kind = operator_kind(node)
+    if isinstance(strategy, TwoPhase):
+        return twophase_strategy.build(node, kids[0], kids[1], s, strategy.plan)
+    if kind is OperatorKind.CONTRACTION:
+        made = S.contraction(node, kids[0], kids[1], s, only=strategy)
+    elif kind is OperatorKind.JOIN:
+        made = S.join_alone(node, kids[0], kids[1], only=strategy)
+    elif kind is OperatorKind.AGGREGATE:
+        made = S.aggregate_alone(node, kids[0], only=strategy)
+    elif kind is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
+        made = op.plans(node, *kids)
+    else:
+        made = S.per_tuple(node, kids[0], only=strategy)
+    return made[strategy]
 
 
 __all__ = ["build", "inputs_of"]

@@ -1,8 +1,11 @@
 """Every strategy of every TRA operator, costed in closed form (see ``symbolic``).
 
-Each function takes the operator and a ``View`` per input and returns ``{name: Cand}``;
-``only`` restricts it to one strategy (the final costing of a chosen plan). The strategies
-and their names are those of ``strategies`` (which builds their IA plans), move for move:
+Each function takes the operator and a ``View`` per input and returns ``{strategy: Cand}``,
+keyed by the strategy objects of ``operators.registry`` with every parameter costing chose
+(``Bmm(side)``, ``EinDecomp(d)``, ``TwoPhase(plan)``), each ``Cand`` tagged with its own;
+``only`` (a strategy, its open parameters None) restricts it to the candidates it admits (the
+final costing of a chosen plan passes the chosen ``Cand.strategy`` back). The strategies are
+those of ``strategies`` (which builds their IA plans), move for move:
 
 - contraction: ``bmm`` (broadcast the side that moves fewer bytes, the other partitioned
   by its output dims), ``cmm`` (co-partition on the join keys, pre-aggregate, shuffle
@@ -24,7 +27,21 @@ import numpy as np
 from ..ia.partitioning import Grid, part
 from ..tra.expr import Join
 from . import twophase_strategy
-from .strategies import partition_vectors
+from .operators.registry import (
+    Align,
+    Bcast,
+    Bmm,
+    Cmm,
+    Copart,
+    EinDecomp,
+    Local,
+    PreAggregate,
+    Repartition,
+    Rmm,
+    Strategy,
+    TwoPhase,
+    partition_vectors,
+)
 from .symbolic import (
     Cand,
     Moves,
@@ -67,7 +84,7 @@ def _side_products(join, layout, pos, frontier, s):
     return site_sum(flops[ok], sites[ok], s)
 
 
-def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
+def _close(agg, mv: Moves, placed, s, strategy: Strategy, detail=None) -> Cand:
     """The aggregation after ``mv``'s moves, its products placed as ``(partials, flops)``."""
     partial, flops = placed
     join = agg.child  # a contraction's, or any relation an Aggregate alone pre-sums
@@ -92,14 +109,16 @@ def _close(agg, mv: Moves, placed, s, detail=None) -> Cand:
         dict(detail or {}, aggregate=how, steps=steps),
         site_moved,
         site_sent,
+        strategy=strategy,
     )
 
 
-def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixed=None, prune=None) -> dict:
-    """``rates``: the time objective (two-phase places by it); ``fixed``: the two-phase plan
-    chosen before (the final costing re-costs its placement, not a new greedy's); ``prune``: the
-    search's ``Pruner`` (EinDecomp vectors whose lower bound cannot make the kept plans are not
-    costed; see ``grid_bound``)."""
+def contraction(agg, left, right, s, only: Strategy | None = None, eindecomp=True, rates=None, prune=None) -> dict:
+    """``rates``: the time objective (two-phase places by it); ``only``: the candidates that
+    strategy admits (``TwoPhase(plan)``: the two-phase plan chosen before, whose placement the
+    final costing re-costs rather than a new greedy's); ``prune``: the search's ``Pruner``
+    (EinDecomp vectors whose lower bound cannot make the kept plans are not costed; see
+    ``grid_bound``)."""
     join, g = agg.child, agg.group_by
     out = join.type.frontier
     kl, kr = left.type.key_arity, right.type.key_arity
@@ -108,10 +127,10 @@ def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixe
     views = (left, right)
     pos = (lpos, rpos)
     outf = agg.type.frontier
-    cands = {}
+    cands: dict[Strategy, Cand] = {}
 
-    def want(name):
-        return only is None or only == name or (only.startswith("bmm") and name == "bmm")
+    def want(strategy: Strategy) -> bool:
+        return only is None or only.admits(strategy)
 
     sparse = join.type.keys is not None
     jk = present_keys(join.type) if sparse else np.zeros((0, len(out)), np.int64)
@@ -133,57 +152,56 @@ def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixe
         return grid_need(grid, g, outf, s), _grid_products(join, grid, s)
 
     jkeys = (join.left_keys, join.right_keys)
-    if want("bmm"):
-        best = None
-        for b in (0, 1):
-            if only not in (None, "bmm") and only != f"bmm-{'left' if b == 0 else 'right'}":
-                continue
-            o = 1 - b
-            mv = Moves(views, s)
-            keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
-            olay = grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s)
-            mv.broadcast(b, (olay, views[o].type, jkeys[o], jkeys[b]))
-            lay = mv.place(o, olay, f"shuffle by {part(keep, views[o].type.frontier)}")
-            c = _close(agg, mv, side_placed(lay, o), s, {"bside": "left" if b == 0 else "right"})
-            if best is None or c.moved < best.moved:
-                best = c
-        if best is not None:
-            cands["bmm"] = best
+    best: tuple[Bmm, Cand] | None = None
+    for b, bside in enumerate(("left", "right")):
+        if not want(Bmm(bside)):
+            continue
+        o = 1 - b
+        mv = Moves(views, s)
+        keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
+        olay = grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s)
+        mv.broadcast(b, (olay, views[o].type, jkeys[o], jkeys[b]))
+        lay = mv.place(o, olay, f"shuffle by {part(keep, views[o].type.frontier)}")
+        c = _close(agg, mv, side_placed(lay, o), s, Bmm(bside), {"bside": bside})
+        if best is None or c.moved < best[1].moved:
+            best = Bmm(bside), c
+    if best is not None:
+        cands[best[0]] = best[1]
     lk, rk = join.left_keys, join.right_keys
-    if lk and want("cmm"):
+    if lk and want(Cmm()):
         mv = Moves(views, s)
         mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
         mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
-        cands["cmm"] = _close(agg, mv, on_grid(part(lk, out)), s)
+        cands[Cmm()] = _close(agg, mv, on_grid(part(lk, out)), s, Cmm())
     for f, m, side in ((0, 1, "right"), (1, 0, "left")):
-        if views[f].free or not want(f"align-{side}"):
+        if views[f].free or not want(Align(side)):
             continue
         c = _align(join, views, f, m, s)
         if c is None:
             continue
         mv, lay = c
-        cands[f"align-{side}"] = _close(agg, mv, side_placed(lay, f), s)
-    grids = {"rmm": part(g, out)}
+        cands[Align(side)] = _close(agg, mv, side_placed(lay, f), s, Align(side))
+    grids: dict[Strategy, Grid] = {Rmm(): part(g, out)}
     if eindecomp:
         for d in partition_vectors(out, s):
             dims = tuple(i for i, x in enumerate(d) if x > 1)
-            grids[f"d={list(d)}"] = Grid(dims, tuple(d[i] for i in dims))
-    names = [name for name in grids if want(name)]
+            grids[EinDecomp(tuple(d))] = Grid(dims, tuple(d[i] for i in dims))
+    names = [st for st in grids if want(st)]
     if prune is not None and not sparse and len(set(map(id, views))) == 2:
-        for name in cands:
-            prune.add(name, cands[name])
-        rest = [n for n in names if n.startswith("d=") and math.prod(grids[n].groups) == s]
-        bounds = {n: grid_bound(agg, views, pos, grids[n], s) for n in rest}
-        names = [n for n in names if n not in bounds] + sorted(bounds, key=lambda n: prune.seconds(*bounds[n][:3]))
+        for st in cands:
+            prune.add(st, cands[st])
+        rest = [st for st in names if isinstance(st, EinDecomp) and math.prod(grids[st].groups) == s]
+        bounds: dict[Strategy, tuple] = {st: grid_bound(agg, views, pos, grids[st], s) for st in rest}
+        names = [st for st in names if st not in bounds] + sorted(bounds, key=lambda st: prune.seconds(*bounds[st][:3]))
     else:
         prune, bounds = None, {}
     made: dict = {}
     home = None  # where a candidate whose partials are summed puts its result (``finish``)
-    for name in names:
-        grid = grids[name]
-        if name in bounds and bounds[name][3] > 1 and home is None:
+    for st in names:
+        grid = grids[st]
+        if st in bounds and bounds[st][3] > 1 and home is None:
             home = grid_layout(part(range(len(outf)), outf), outf, s)
-        if name in bounds and prune.skip(*bounds[name][:3], home if bounds[name][3] > 1 else None):
+        if st in bounds and prune.skip(*bounds[st][:3], home if bounds[st][3] > 1 else None):
             prune.pruned += 1
             continue
         mv = Moves(views, s)
@@ -193,12 +211,15 @@ def contraction(agg, left, right, s, only=None, eindecomp=True, rates=None, fixe
                 mv.place(i, grid_layout(local, views[i].type.frontier, s), f"shuffle by {local}")
             else:
                 mv.replicate(i, grid, pos[i], out)
-        made[name] = _close(agg, mv, on_grid(grid), s)
+        made[st] = _close(agg, mv, on_grid(grid), s, st)
         if prune is not None:
-            prune.add(name, made[name])
-    cands.update((name, made[name]) for name in grids if name in made)  # in the grids' order
-    if want(twophase_strategy.NAME) and (fixed is not None or twophase_strategy.applies(agg, views)):
-        cands[twophase_strategy.NAME] = twophase_strategy.cost(agg, views, s, rates, fixed)
+            prune.add(st, made[st])
+    cands.update((st, made[st]) for st in grids if st in made)  # in the grids' order
+    fixed = only.plan if isinstance(only, TwoPhase) else None
+    if want(TwoPhase()) and (fixed is not None or twophase_strategy.applies(agg, views)):
+        c = twophase_strategy.cost(agg, views, s, rates, fixed)
+        assert isinstance(c.strategy, TwoPhase)  # carrying its placement (``twophase_strategy.cost``)
+        cands[c.strategy] = c
     return cands
 
 
@@ -240,28 +261,31 @@ def _align(join, views, f, m, s):
     return mv, fixed.layout
 
 
-def co_located(join, views, s) -> str | None:
+def co_located(join, views, s) -> Align | None:
     """The align strategy under which this join moves nothing (its inputs' partners already sit
     together), or None: then it is the plan, with no search (``search.plan_node``)."""
-    for f, m, name in ((0, 1, "align-right"), (1, 0, "align-left")):
+    for f, m, side in ((0, 1, "right"), (1, 0, "left")):
         if views[f].free or views[m].free or not join.left_keys:
             continue
         c = _align(join, views, f, m, s)
         if c is not None and c[0].moved == 0:
-            return name
+            return Align(side)
     return None
 
 
-def join_alone(join, left, right, s, only=None) -> dict:
+def join_alone(join, left, right, s, only: Strategy | None = None) -> dict:
     views = (left, right)
     kl, kr = left.type.key_arity, right.type.key_arity
     lpos, rpos = list(range(kl)), [join.right_out[d] for d in range(kr)]
     pos = (lpos, rpos)
     outf = join.type.frontier
     lk, rk = join.left_keys, join.right_keys
-    cands = {}
+    cands: dict[Strategy, Cand] = {}
 
-    def done(mv, layout):
+    def want(strategy: Strategy) -> bool:
+        return only is None or only.admits(strategy)
+
+    def done(mv, layout, strategy):
         flops = _side_products(join, layout, list(range(len(outf))), outf, s) if single(layout) else np.zeros(s)
         nb = key_bytes(join.type)
         return Cand(
@@ -275,10 +299,11 @@ def join_alone(join, left, right, s, only=None) -> dict:
             {"steps": mv.steps},
             mv.site_moved,
             mv.site_sent,
+            strategy=strategy,
         )
 
-    for b, name in ((0, "bcast-left"), (1, "bcast-right")):
-        if only not in (None, name):
+    for b, side in enumerate(("left", "right")):
+        if not want(Bcast(side)):
             continue
         o = 1 - b
         mv = Moves(views, s)
@@ -286,28 +311,32 @@ def join_alone(join, left, right, s, only=None) -> dict:
         olay = grid_layout(full, views[o].type.frontier, s)
         mv.broadcast(b, (olay, views[o].type, (lk, rk)[o], (lk, rk)[b]))
         lay = mv.place(o, olay, f"shuffle by {full}")
-        cands[name] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf))
-    if lk and only in (None, "copart"):
+        cands[Bcast(side)] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf), Bcast(side))
+    if lk and want(Copart()):
         mv = Moves(views, s)
         mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
         mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
-        cands["copart"] = done(mv, grid_layout(part(lk, outf), outf, s))
+        cands[Copart()] = done(mv, grid_layout(part(lk, outf), outf, s), Copart())
     if lk:
-        for f, m, name in ((0, 1, "align-right"), (1, 0, "align-left")):
-            if views[f].free or only not in (None, name):
+        for f, m, side in ((0, 1, "right"), (1, 0, "left")):
+            if views[f].free or not want(Align(side)):
                 continue
             c = _align(join, views, f, m, s)
             if c is not None:
                 mv, lay = c
-                cands[name] = done(mv, gather(lay, views[f].type.frontier, pos[f], outf))
+                cands[Align(side)] = done(mv, gather(lay, views[f].type.frontier, pos[f], outf), Align(side))
     return cands
 
 
-def aggregate_alone(agg, child, s, only=None) -> dict:
+def aggregate_alone(agg, child, s, only: Strategy | None = None) -> dict:
     g = agg.group_by
     f = child.type.frontier
     outf = agg.type.frontier
-    cands = {}
+    cands: dict[Strategy, Cand] = {}
+
+    def want(strategy: Strategy) -> bool:
+        return only is None or only.admits(strategy)
+
     full = part(range(len(f)), f)
     mv = Moves((child,), s)
     base = mv.place(0, grid_layout(full, f, s), "") if child.free else child.layout
@@ -316,8 +345,8 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
     k = agg.kernel
     two_phase = not local and single(base) and k.associative and k.commutative  # replicas: fold once
     nb = key_bytes(agg.type)
-    if local and only in (None, "local"):
-        cands["local"] = Cand(
+    if local and want(Local()):
+        cands[Local()] = Cand(
             partial,
             mv.moved,
             mv.paper,
@@ -326,14 +355,15 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             int(partial.sum()),
             mv.present,
             {"steps": mv.steps},
+            strategy=Local(),
         )
-    if two_phase and only in (None, "two-phase"):
-        cands["two-phase"] = _close(agg, _copy(mv), (partial, _elements_at(child.type, base, s)), s)
-    if not local and only in (None, "shuffle"):
+    if two_phase and want(PreAggregate()):
+        cands[PreAggregate()] = _close(agg, _copy(mv), (partial, _elements_at(child.type, base, s)), s, PreAggregate())
+    if not local and want(Repartition()):
         m2 = _copy(mv)
         lay = m2.place(0, grid_layout(part(g, f), f, s), f"shuffle by PART{list(g)}")
         out = grid_layout(part(range(len(outf)), outf), outf, s)
-        cands["shuffle"] = Cand(
+        cands[Repartition()] = Cand(
             out,
             m2.moved,
             m2.paper,
@@ -342,12 +372,13 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             int(out.sum()),
             m2.present,
             {"steps": m2.steps},
+            strategy=Repartition(),
         )
-    if child.free and only in (None, "local"):
+    if child.free and want(Local()):
         m3 = Moves((child,), s)
         lay = m3.place(0, grid_layout(part(g, f), f, s), "")
         out = grid_layout(part(range(len(outf)), outf), outf, s)
-        cands["local"] = Cand(
+        cands[Local()] = Cand(
             out,
             0,
             0,
@@ -356,11 +387,12 @@ def aggregate_alone(agg, child, s, only=None) -> dict:
             int(out.sum()),
             m3.present,
             {"steps": []},
+            strategy=Local(),
         )
     return cands
 
 
-def per_tuple(node, child, s, only=None) -> dict:
+def per_tuple(node, child, s, only: Strategy | None = None) -> dict:
     f = child.type.frontier
     mv = Moves((child,), s)
     base = mv.place(0, grid_layout(part(range(len(f)), f), f, s), "") if child.free else child.layout
@@ -371,7 +403,8 @@ def per_tuple(node, child, s, only=None) -> dict:
     if node.flops:
         flops = node.flops * _elements_at(child.type, base, s)
     nb = key_bytes(node.type)
-    return {"local": Cand(lay, 0, 0, wsum(key_bytes(child.type), base) + wsum(nb, lay), flops, tasks, mv.present, {})}
+    peak = wsum(key_bytes(child.type), base) + wsum(nb, lay)
+    return {Local(): Cand(lay, 0, 0, peak, flops, tasks, mv.present, {}, strategy=Local())}
 
 
 def relabel_rows(node, in_frontier) -> np.ndarray:

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 from ..tra import expr as tra
 from ..tra.dag import tree_lines
 from .cost import TERMS
+from .operators.registry import ALL_KINDS, CONTRACTION_KINDS, Bmm, EinDecomp, Strategy, kinds_named, parse
 
 DETAILS = ("dask", "algebra")
-_CONTRACTIONS = ("matmul", "einsum", "contraction")  # always listed: the plan's main choice
+_CONTRACTIONS = CONTRACTION_KINDS  # always listed: the plan's main choice
 SHOWN = 25  # the default text lists at most this many (folded) steps that move data
 OTHERS = 1  # and at most this many alternatives per step
 
@@ -172,11 +173,12 @@ class OperatorReport:
         a, b = (tuple(self.operands) + ("the left input", "the right input"))[:2]
         if s in _STRATEGY_WORDS:
             return _STRATEGY_WORDS[s].format(a=a, b=b)
-        if s == "bmm" or s.startswith("bmm-"):
-            side = self.facts.get("bside") if s == self.strategy else s[4:] or None
+        st = _strategy(s, self.kind)
+        if isinstance(st, Bmm):
+            side = self.facts.get("bside") if s == self.strategy else st.side
             return f"broadcast {b if side == 'right' else a if side == 'left' else 'the smaller input'} to every worker"
-        if s.startswith("d="):
-            d = [int(x) for x in re.findall(r"\d+", s)]
+        if isinstance(st, EinDecomp):
+            d = st.d
             axes = " (rows × summed axis × columns)" if self.kind == "matmul" and len(d) == 3 else ""
             return f"{len(d)}-D split: {'×'.join(map(str, d))} workers{axes}"
         if s == "two-phase":
@@ -200,10 +202,19 @@ _STRATEGY_WORDS = {  # the algebra's strategy names -> what they do ({a}, {b}: t
 }
 
 
+def _strategy(name: str, kind: str | None = None) -> Strategy | None:
+    """The strategy object a candidate's name stands for (``registry.parse``), or None."""
+    try:
+        return parse(name, ALL_KINDS if kind is None else kinds_named(kind))
+    except ValueError:
+        return None
+
+
 def short_strategy(name: str) -> str:
     """A strategy's name for a table column: ``"d=[2, 1, 2]"`` -> ``"split 2×1×2"``."""
-    if name.startswith("d="):
-        return "split " + "×".join(re.findall(r"\d+", name))
+    st = _strategy(name)
+    if isinstance(st, EinDecomp):
+        return "split " + "×".join(map(str, st.d))
     return {"bmm": "broadcast", "cmm": "co-partition", "rmm": "replicate 3-D", "local": "in place"}.get(name, name)
 
 
@@ -524,7 +535,7 @@ def _algebra_entry(op):
 def _dask_entry(op, full):
     """(the key repeats are folded on, the step's line with what it moves, its detail lines)."""
     what = op.label or op.kind
-    if op.kind in ("matmul", "einsum", "contraction", "join") and op.operands:
+    if (op.kind in CONTRACTION_KINDS or op.kind == "join") and op.operands:
         what += f" ({(' @ ' if op.kind == 'matmul' else ', ').join(op.operands)})"
     moved = op.moved
     entry = {"what": what, "how": op.strategy_words(), "bytes": moved, "extra": []}

@@ -14,6 +14,7 @@ from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part
 from ..ia.nodes import IANode, LocalAggregate
 from ..ia.partitioning import Placement
 from ..tra.kernels import Kernel
+from .operators.registry import Local, PreAggregate, Repartition, Strategy
 
 
 @dataclass
@@ -96,19 +97,20 @@ def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
 
 def finish_aggregate(
     child: IANode, group_by: Sequence[int], kernel: Kernel, two_phase_ok: bool = True
-) -> tuple[LocalAggregate, str]:
-    """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first."""
+) -> tuple[LocalAggregate, Strategy]:
+    """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first;
+    with the aggregate-alone strategy that is (``Local()``, ``PreAggregate()``, ``Repartition()``)."""
     if partitioned_by(child, group_by):
-        return LocalAggregate(child, group_by, kernel), "local"
+        return LocalAggregate(child, group_by, kernel), Local()
     single = all(len(cs) == 1 for cs in child.copies.values())  # replicas would be folded twice
     if two_phase_ok and single and kernel.associative and kernel.commutative:
         pre = LocalAggregate(child, group_by, kernel)
         g = tuple(range(len(group_by)))
         if partitioned_by(pre, g):
-            return pre, "local"
-        return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier)), g, kernel), "two-phase"
+            return pre, Local()
+        return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier)), g, kernel), PreAggregate()
     moved = Shuffle(child, part(group_by, child.type.frontier))
-    return LocalAggregate(moved, group_by, kernel), "shuffle"
+    return LocalAggregate(moved, group_by, kernel), Repartition()
 
 
 __all__ = [

@@ -29,8 +29,8 @@ from ..tra.errors import TRAError
 from . import operators
 from .cost import Cost, Rates, combine_terms, measure_terms
 from .memory import held_for_readers
+from .operators.registry import CONTRACTION_KINDS, Bcast, Bmm, Copart, Local, Strategy
 from .search import Alt, chosen, combine, fused_joins, input_alt, inputs_of, kind_of, views_of
-from .strategies import PREFERENCE
 from .symbolic import (
     Cand,
     cell_flops,
@@ -42,8 +42,6 @@ from .symbolic import (
     reduce_to,
     sparse_products,
 )
-
-_CONTRACTIONS = ("matmul", "einsum", "contraction")
 
 
 def column(t) -> np.ndarray:
@@ -62,25 +60,28 @@ def _elements(t) -> np.ndarray:
 
 
 def local_cand(node, kind: str, views) -> tuple[str, Cand]:
-    """(strategy, its exact costing on one site) for ``node`` over its inputs' ``views``
-    (``search.views_of``); the same numbers as ``search.candidates(..., s=1, only=strategy)``."""
-    if kind in _CONTRACTIONS:
-        name, cand = "bmm", _contraction(node, *views)
+    """(strategy name, its exact costing on one site, tagged with its strategy) for ``node`` over
+    its inputs' ``views`` (``search.views_of``); the same numbers as ``search.candidates(..., s=1,
+    only=cand.strategy)``."""
+    strategy: Strategy
+    if kind in CONTRACTION_KINDS:
+        strategy, cand = Bmm("left"), _contraction(node, *views)
     elif isinstance(node, tra.Join):
-        name, cand = _join(node, *views)
+        strategy, cand = _join(node, *views)
     elif isinstance(node, tra.Aggregate):
-        name, cand = "local", _aggregate(node, views[0])
+        strategy, cand = Local(), _aggregate(node, views[0])
     elif (op := operators.lookup(node)) is not None:
         made = op.costs(node, *views, 1, None)
-        name = min(made, key=lambda n: (PREFERENCE.index(n) if n in PREFERENCE else len(PREFERENCE), n))
-        cand = made[name]
+        strategy = min(made, key=lambda st: (st.preference, st.name))
+        cand = made[strategy]
     elif isinstance(node, tra.TupleMap):
-        name, cand = "local", _per_tuple(node, views[0])
+        strategy, cand = Local(), _per_tuple(node, views[0])
     else:
         raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
+    cand.strategy = strategy
     cand.layout = held(cand.layout, node.type)
     cand.terms = measure_terms(node, cand, views)
-    return name, cand
+    return strategy.name, cand
 
 
 def _contraction(agg, left, right) -> Cand:
@@ -113,22 +114,23 @@ def _contraction(agg, left, right) -> Cand:
     )
 
 
-def _join(join, left, right) -> tuple[str, Cand]:
+def _join(join, left, right) -> tuple[Strategy, Cand]:
     """``copart`` (``bcast-left`` for a join with no join keys), as ``candidates.join_alone``."""
     outf = join.type.frontier
     lay, rlay = column(left.type), column(right.type)
+    strategy: Strategy
     if join.left_keys:
-        name, paper = "copart", 0
+        strategy, paper = Copart(), 0
         layout = np.ones((math.prod(outf), 1), bool)
     else:
-        name, paper = "bcast-left", left.type.elements()
+        strategy, paper = Bcast("left"), left.type.elements()
         rpos = [join.right_out[d] for d in range(right.type.key_arity)]
         layout = gather(rlay, right.type.frontier, rpos, outf)
     sites = placing_sites(layout)
     ok = sites >= 0
     flops = np.array([cell_flops(join, list(range(len(outf))), outf)[ok].sum()])
     site_in = _nbytes(left.type) + _nbytes(right.type)
-    return name, Cand(
+    return strategy, Cand(
         layout,
         0,
         paper,

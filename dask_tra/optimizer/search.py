@@ -38,7 +38,17 @@ from . import candidates as C
 from . import operators
 from .cost import TERMS, Rates, combine_terms, measure_terms
 from .memory import largest_block, working_set
-from .strategies import PREFERENCE, is_contraction
+from .operators.registry import (
+    CONTRACTION_KINDS,
+    PREFERENCE,
+    EinDecomp,
+    Forced,
+    OperatorKind,
+    Strategy,
+    is_contraction,
+    operator_kind,
+    parse_force,
+)
 from .symbolic import View, grid_layout, held, sitemap_layout
 
 
@@ -120,11 +130,14 @@ def fused_joins(order) -> set:
 
 
 def inputs_of(node, kind):
-    return node.child.children if kind in ("matmul", "einsum", "contraction") else node.children
+    return node.child.children if kind in CONTRACTION_KINDS else node.children
 
 
 def search(roots, s, placements=None, memory_limit=None, force=None, keep=6, rates=None, one_layout=False):
-    """{id(root): best Alt} for each root; every TRA node planned once per kept layout."""
+    """{id(root): best Alt} for each root; every TRA node planned once per kept layout.
+    ``force``: a strategy (name or ``registry.Strategy``) for every contraction, or {kind:
+    strategy}; parsed here, once (``registry.parse_force``: a ``ValueError`` names the forms)."""
+    force = parse_force(force)
     placements = placements or {}
     rates = rates or Rates()
     order = walk_many(roots)
@@ -213,10 +226,10 @@ class Pruner:
         if a.seconds < self.best.get(sig, float("inf")):
             self.best[sig] = a.seconds
 
-    def add(self, name, cand):
-        a = self.made[name] = combine(self.node, name, cand, self.combo, self.rates)
+    def add(self, strategy: Strategy, cand):
+        a = self.made[strategy.name] = combine(self.node, strategy.name, cand, self.combo, self.rates)
         self._note(a)
-        Pruner.costed += name.startswith("d=")
+        Pruner.costed += isinstance(strategy, EinDecomp)
 
     def seconds(self, flops, tasks, nbytes) -> float:
         """A lower bound on the predicted time of a candidate with these (``grid_bound``)."""
@@ -238,57 +251,60 @@ class Pruner:
         return skip
 
 
-def candidates(node, kind, views, s, only=None, rates=None, fixed=None, prune=None) -> dict:
-    """{strategy: Cand}; a block-sparse result's layout gives its holes no site."""
-    if kind in ("matmul", "einsum", "contraction"):
-        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, fixed=fixed, prune=prune)
-    elif isinstance(node, tra.Join):
+def candidates(node, kind, views, s, only: Strategy | None = None, rates=None, prune=None) -> dict:
+    """{strategy: Cand} (``registry.Strategy`` objects, every parameter filled in; ``only``: the
+    candidates that strategy admits, e.g. a chosen ``Cand.strategy`` re-costed); a block-sparse
+    result's layout gives its holes no site. ``kind``: ``kind_of(node)``."""
+    family = operator_kind(node)
+    if family is OperatorKind.CONTRACTION:
+        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, prune=prune)
+    elif family is OperatorKind.JOIN:
         cands = C.join_alone(node, views[0], views[1], s, only)
-    elif isinstance(node, tra.Aggregate):
+    elif family is OperatorKind.AGGREGATE:
         cands = C.aggregate_alone(node, views[0], s, only)
-    elif (op := operators.lookup(node)) is not None:
+    elif family is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
         cands = op.costs(node, *views, s, only)
-    elif isinstance(node, tra.TupleMap):
+    elif family is OperatorKind.PER_TUPLE:
         cands = C.per_tuple(node, views[0], s, only)
     else:
         raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
-    for c in cands.values():
+    for st, c in cands.items():
+        if c.strategy is None:  # a registered module's costing tagged by its key
+            c.strategy = st
         c.layout = held(c.layout, node.type)
         c.terms = measure_terms(node, c, views)
     return cands
 
 
 def plan_node(node, alts, s, memory_limit, force, keep, rates):
+    """The kept alternatives of ``node`` (``force``: ``registry.parse_force``'s, or unparsed)."""
     kind = kind_of(node)
     options: list[Alt] = []
     rejected: dict[str, int] = {}
     wanted = forced(force, kind)
-    work: list[tuple[tuple, str | None]] = [(c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])]
-    if wanted is None and isinstance(node, tra.Join) and kind == "join":
-        together: list[tuple[tuple, str | None]] = [
-            (combo, name) for combo, _ in work if (name := C.co_located(node, views_of(combo), s))
+    work: list[tuple[tuple, Strategy | None]] = [
+        (c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])
+    ]
+    if wanted is None and operator_kind(node) is OperatorKind.JOIN:
+        together: list[tuple[tuple, Strategy | None]] = [
+            (combo, st) for combo, _ in work if (st := C.co_located(node, views_of(combo), s))
         ]
         work = together or work  # inputs already together: that plan moves nothing, no search
-    prunes = (
-        s >= PRUNE_SITES
-        and wanted is None
-        and memory_limit is None
-        and not TERMS
-        and kind in ("matmul", "einsum", "contraction")
-    )
+    prunes = s >= PRUNE_SITES and wanted is None and memory_limit is None and not TERMS and kind in CONTRACTION_KINDS
     for combo, only in work:
         pruner = Pruner(node, combo, rates, keep, options, s) if prunes and only is None else None
         cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates, prune=pruner)
-        if wanted is not None and wanted not in cands:
-            raise TRAError(f"{node.describe()}: strategy {wanted!r} is not applicable; candidates are {sorted(cands)}")
+        if wanted is not None and not any(wanted.admits(st) for st in cands):
+            names = sorted(st.name for st in cands)
+            raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
         kept = pruner.made if pruner is not None else {}
-        made = {name: kept.get(name) or combine(node, name, c, combo, rates) for name, c in cands.items()}
-        table = {name: (a.bytes, a.seconds) for name, a in made.items()}
-        for name, a in made.items():
-            if wanted is not None and name != wanted:
+        made = {st: kept.get(st.name) or combine(node, st.name, c, combo, rates) for st, c in cands.items()}
+        table = {st.name: (a.bytes, a.seconds) for st, a in made.items()}
+        for st, a in made.items():
+            if wanted is not None and not wanted.admits(st):
                 continue
             if memory_limit is not None and a.peak.max() > memory_limit:
-                rejected[name] = int(a.peak.max())
+                rejected[st.name] = int(a.peak.max())
                 continue
             a.table = table
             options.append(a)
@@ -358,16 +374,14 @@ def combine(node, name, cand, combo, rates) -> Alt:
 
 def rank(alt):
     name = alt.strategy
-    pref = PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE)
+    pref = alt.cand.strategy.preference if alt.cand is not None else len(PREFERENCE)
     return (round(alt.seconds, 9), alt.bytes, int(alt.peak.max()), pref, name)
 
 
-def forced(force, kind):
-    if force is None:
-        return None
-    if isinstance(force, str):
-        return force if kind in ("matmul", "einsum", "contraction") else None
-    return force.get(kind)
+def forced(force, kind) -> Strategy | None:
+    """The strategy ``force`` (parsed or not) imposes on an operator of kind ``kind``."""
+    parsed: Forced | None = parse_force(force)
+    return None if parsed is None else parsed.get(kind)
 
 
 def _combos(lists):

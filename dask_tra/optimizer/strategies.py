@@ -1,4 +1,6 @@
-"""Domain strategies: the IA sub-plans a TRA operator can compile to, by name.
+"""Domain strategies: the IA sub-plans a TRA operator can compile to, by strategy object
+(``operators.registry``: ``Bmm(side)``, ``EinDecomp(d)``, …; the names below are their
+user-facing names).
 
 A contraction (an Aggregate over a Join whose kernel distributes over the aggregation)
 has the papers' three matmul strategies plus EinDecomp partition vectors:
@@ -18,9 +20,6 @@ to the other's layout; an Aggregate alone is local (R2-4), two-phase (R2-5) or s
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 
 from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, SiteMap, part
@@ -28,36 +27,23 @@ from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
 from .cost import evaluate_cost
 from .layout import Alt, align, broadcast, finish_aggregate, place
-from .symbolic import grid_need, held, homes
-
-# Tie-breaking order when candidates cost the same; a new strategy is listed here.
-PREFERENCE = (
-    "local",
-    "bmm",
-    "cmm",
-    "rmm",
-    "copart",
-    "align-left",
-    "align-right",
-    "bcast-left",
-    "bcast-right",
-    "two-phase",
-    "shuffle",
+from .operators.registry import (
+    PREFERENCE,
+    Align,
+    Bcast,
+    Bmm,
+    Cmm,
+    Copart,
+    EinDecomp,
+    Local,
+    PreAggregate,
+    Repartition,
+    Rmm,
+    Strategy,
+    is_contraction,
+    partition_vectors,
 )
-
-
-def is_contraction(node) -> bool:
-    """Σ over ⋈ whose join kernel distributes over an associative, commutative aggregation."""
-    if not isinstance(node, tra.Aggregate) or not isinstance(node.child, tra.Join):
-        return False
-    k = node.kernel
-    return k.associative and k.commutative and node.child.kernel.distributes(k)
-
-
-def partition_vectors(frontier, p):
-    """Every d with prod(d) == p and 1 <= d[l] <= frontier[l] (EinDecomp's viable(), any p)."""
-    divisors = [[x for x in range(1, min(f, p) + 1) if p % x == 0] for f in frontier]
-    return [d for d in itertools.product(*divisors) if math.prod(d) == p]
+from .symbolic import grid_need, held, homes
 
 
 def _grid_join(join, left: Alt, right: Alt, grid: Grid):
@@ -89,52 +75,53 @@ def _homes(t, grid: Grid, pos, s: int) -> SiteMap:
     return SiteMap({k: (int(at[r]),) for k, r in zip(keys, rows)})
 
 
-def contraction(agg, left: Alt, right: Alt, s: int, only=None, bside=None) -> dict:
-    """name -> IA root of the Aggregate, for each applicable strategy (``only``: just that one;
-    ``bside``: the side bmm broadcasts, else the one that moves fewer bytes)."""
+def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None) -> dict:
+    """{strategy: IA root of the Aggregate} for each applicable strategy (``only``: those it
+    admits; ``Bmm()`` broadcasts the side that moves fewer bytes, ``Bmm(side)`` that side)."""
     join, kernel, g = agg.child, agg.kernel, agg.group_by
     out = join.type.frontier
-    cands = {}
+    cands: dict[Strategy, object] = {}
 
-    def want(name):
-        return only is None or only == name
+    def want(strategy: Strategy) -> bool:
+        return only is None or only.admits(strategy)
 
     def finish(joined):
         return finish_aggregate(joined, g, kernel)[0]
 
-    if want("bmm"):  # broadcast one side; the other partitioned by its group-by (output) dims
-        bm = {}
-        for side in ("left", "right"):
-            if bside not in (None, side):
-                continue
-            other, odims = (
-                (right, range(right.node.type.key_arity)) if side == "left" else (left, range(left.node.type.key_arity))
-            )
-            pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
-            keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
-            onode = place(other, part(keep, other.node.type.frontier))
-            okeys, bkeys = (join.right_keys, join.left_keys) if side == "left" else (join.left_keys, join.right_keys)
-            bnode = broadcast(left if side == "left" else right, None if _same(left, right) else (onode, okeys, bkeys))
-            l, r = (bnode, onode) if side == "left" else (onode, bnode)
-            bm[side] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
-        cands["bmm"] = min(bm.values(), key=_bytes) if len(bm) > 1 else next(iter(bm.values()))
+    bm = {}  # broadcast one side; the other partitioned by its group-by (output) dims
+    for side in ("left", "right"):
+        if not want(Bmm(side)):
+            continue
+        other, odims = (
+            (right, range(right.node.type.key_arity)) if side == "left" else (left, range(left.node.type.key_arity))
+        )
+        pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
+        keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
+        onode = place(other, part(keep, other.node.type.frontier))
+        okeys, bkeys = (join.right_keys, join.left_keys) if side == "left" else (join.left_keys, join.right_keys)
+        bnode = broadcast(left if side == "left" else right, None if _same(left, right) else (onode, okeys, bkeys))
+        l, r = (bnode, onode) if side == "left" else (onode, bnode)
+        bm[Bmm(side)] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
+    if bm:
+        chosen = min(bm, key=lambda st: _bytes(bm[st])) if len(bm) > 1 else next(iter(bm))
+        cands[chosen] = bm[chosen]
     lk, rk = join.left_keys, join.right_keys
-    if lk and want("cmm"):  # co-partition on the join keys
+    if lk and want(Cmm()):  # co-partition on the join keys
         l = place(left, part(lk, left.node.type.frontier))
         r = place(right, part(rk, right.node.type.frontier))
-        cands["cmm"] = finish(LocalJoin(l, r, lk, rk, join.kernel))
+        cands[Cmm()] = finish(LocalJoin(l, r, lk, rk, join.kernel))
     for fixed, moving, side in ((left, right, "right"), (right, left, "left")):
-        if not fixed.free and want(f"align-{side}"):  # keep a placed side, bring the other to it
+        if not fixed.free and want(Align(side)):  # keep a placed side, bring the other to it
             joined = _align_join(join, fixed.node, moving, lk, rk, side)
             if joined is not None:
-                cands[f"align-{side}"] = finish(joined)
-    if want("rmm"):  # replicate onto the output-block grid
-        cands["rmm"] = finish(_grid_join(join, left, right, part(g, out)))
+                cands[Align(side)] = finish(joined)
+    if want(Rmm()):  # replicate onto the output-block grid
+        cands[Rmm()] = finish(_grid_join(join, left, right, part(g, out)))
     for d in partition_vectors(out, s):
-        if want(f"d={list(d)}"):
+        if want(EinDecomp(tuple(d))):
             dims = tuple(i for i, x in enumerate(d) if x > 1)
             grid = Grid(dims, tuple(d[i] for i in dims))
-            cands[f"d={list(d)}"] = finish(_grid_join(join, left, right, grid))
+            cands[EinDecomp(tuple(d))] = finish(_grid_join(join, left, right, grid))
     return cands
 
 
@@ -143,38 +130,38 @@ def _same(left: Alt, right: Alt) -> bool:
     return left.node is right.node and not left.free
 
 
-def join_alone(join, left: Alt, right: Alt, only: str | None = None) -> dict:
-    """{strategy: IA sub-plan} for a join alone; ``only``: that strategy's alone (``build``
-    expands the chosen one: each LocalJoin types its result)."""
+def join_alone(join, left: Alt, right: Alt, only: Strategy | None = None) -> dict:
+    """{strategy: IA sub-plan} for a join alone; ``only``: the strategies it admits alone
+    (``build`` expands the chosen one: each LocalJoin types its result)."""
     lk, rk = join.left_keys, join.right_keys
-    cands = {}
+    cands: dict[Strategy, object] = {}
 
-    def want(name):
-        return only in (None, name)
+    def want(strategy: Strategy) -> bool:
+        return only is None or only.admits(strategy)
 
-    if want("bcast-left"):
+    if want(Bcast("left")):
         rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
-        cands["bcast-left"] = LocalJoin(
+        cands[Bcast("left")] = LocalJoin(
             broadcast(left, None if _same(left, right) else (rnode, rk, lk)), rnode, lk, rk, join.kernel
         )
-    if want("bcast-right"):
+    if want(Bcast("right")):
         lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
-        cands["bcast-right"] = LocalJoin(
+        cands[Bcast("right")] = LocalJoin(
             lnode, broadcast(right, None if _same(left, right) else (lnode, lk, rk)), lk, rk, join.kernel
         )
     if lk:
-        if want("copart"):
-            cands["copart"] = LocalJoin(
+        if want(Copart()):
+            cands[Copart()] = LocalJoin(
                 place(left, part(lk, left.node.type.frontier)),
                 place(right, part(rk, right.node.type.frontier)),
                 lk,
                 rk,
                 join.kernel,
             )
-        if not left.free and want("align-right"):
-            cands["align-right"] = _align_join(join, left.node, right, lk, rk, "right")
-        if not right.free and want("align-left"):
-            cands["align-left"] = _align_join(join, right.node, left, lk, rk, "left")
+        if not left.free and want(Align("right")):
+            cands[Align("right")] = _align_join(join, left.node, right, lk, rk, "right")
+        if not right.free and want(Align("left")):
+            cands[Align("left")] = _align_join(join, right.node, left, lk, rk, "left")
     return {k: v for k, v in cands.items() if v is not None}
 
 
@@ -186,31 +173,43 @@ def _align_join(join, fixed, moving: Alt, lk, rk, moving_side):
     return LocalJoin(l, r, lk, rk, join.kernel)
 
 
-def aggregate_alone(agg, child: Alt) -> dict:
+def aggregate_alone(agg, child: Alt, only: Strategy | None = None) -> dict:
+    """{strategy: IA sub-plan} for an aggregation alone (``only``: the strategies it admits)."""
     node = (
         child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
     )
-    cands = {}
+    cands: dict[Strategy, object] = {}
     root, how = finish_aggregate(node, agg.group_by, agg.kernel)
     cands[how] = root
-    if how == "two-phase":
-        cands["shuffle"] = finish_aggregate(node, agg.group_by, agg.kernel, two_phase_ok=False)[0]
+    if isinstance(how, PreAggregate):
+        cands[Repartition()] = finish_aggregate(node, agg.group_by, agg.kernel, two_phase_ok=False)[0]
     if child.free:
-        cands["local"] = LocalAggregate(
+        cands[Local()] = LocalAggregate(
             place(child, part(agg.group_by, child.node.type.frontier)), agg.group_by, agg.kernel
         )
-    return cands
+    return {st: root for st, root in cands.items() if only is None or only.admits(st)}
 
 
-def per_tuple(node, child: Alt) -> dict:
+def per_tuple(node, child: Alt, only: Strategy | None = None) -> dict:
     """A tuple map (ReKey, Filter, Transform, Tile, ...): run where the tuples are."""
     base = (
         child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
     )
     if isinstance(node, tra.Filter):
-        return {"local": LocalFilter(base, node.predicate)}
-    return {"local": local_map(base, node)}
+        return {Local(): LocalFilter(base, node.predicate)}
+    return {Local(): local_map(base, node)}
 
 
 def _bytes(root):
     return evaluate_cost(root).bytes_moved
+
+
+__all__ = [
+    "PREFERENCE",
+    "is_contraction",
+    "partition_vectors",
+    "contraction",
+    "join_alone",
+    "aggregate_alone",
+    "per_tuple",
+]

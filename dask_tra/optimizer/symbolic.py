@@ -27,12 +27,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ia.partitioning import Grid, part, site_table
 from ..tra.kernels import Einsum
 from ..tra.relation import RelationType
+
+if TYPE_CHECKING:
+    from .operators.registry import Strategy
 
 # ---------------------------------------------------------------- per-relation facts
 
@@ -340,6 +344,9 @@ class Cand:
     site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
     site_sent: np.ndarray | None = None  # bytes each site sends (None: not known per site)
     terms: dict = field(default_factory=dict)  # registered CostTerms (``cost.TERMS``): name -> value
+    # the strategy costed, every parameter costing chose filled in (``operators.registry``): what
+    # the final costing and the plan builder take back; ``detail`` only informs ``explain()``
+    strategy: Strategy | None = None
 
 
 class Moves:

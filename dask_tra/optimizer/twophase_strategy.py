@@ -32,10 +32,10 @@ from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap
 from ..ia.nodes import IANode
 from .cost import Rates
 from .layout import Alt, has_placement
+from .operators.registry import TwoPhase
 from .symbolic import Cand, cell_flops, key_bytes, key_elements, present_keys
 from .twophase import Lineage, Problem, TwoPhasePlan, evaluate, evaluate_placement, greedy, lineage, problem, static
 
-NAME = "two-phase"
 MAX_JOIN_GROUPS = 5_000  # the candidate (both greedy runs and the rivals) costs ~20 µs per join group: ~0.1 s
 
 
@@ -155,9 +155,10 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
         # partial, plus a final sum where a group has several (as ``symbolic.finish`` counts)
         int(partial.sum()) + int((partial.sum(axis=1) > 1).sum()),
         present,
-        {"twophase": plan, "steps": steps, "balance": _balance(c.site_flops), "placement": plan.strategy},
+        {"steps": steps, "balance": _balance(c.site_flops), "placement": plan.strategy},
         np.asarray(c.site_received, np.int64),
         np.asarray(c.site_sent, np.float64),
+        strategy=TwoPhase(plan),
     )
 
 
@@ -244,4 +245,4 @@ def build(agg, left: Alt, right: Alt, s: int, plan: TwoPhasePlan) -> IANode:
     return LocalAggregate(Shuffle(pre, home), tuple(range(len(agg.group_by))), agg.kernel)
 
 
-__all__ = ["NAME", "MAX_JOIN_GROUPS", "applies", "cost", "build"]
+__all__ = ["MAX_JOIN_GROUPS", "applies", "cost", "build"]

@@ -1,12 +1,15 @@
 """Operators planned by a module of their own.
 
-A module here registers, for one TRA operator class, its strategies twice over, under the
-same names and move for move: the IA sub-plans (``plans(node, *input Alts)``, built once for
-the chosen plan) and their closed-form costs (``costs(node, *input Views, s, only)``, what the
-search compares). The search and the plan builder look an operator up here by its class.
-Every module of this package is imported, so a new one is picked up without editing anything
-else. The contractions, joins and aggregations keep their strategies in ``strategies`` and
-``candidates``, where the matmul strategies share their machinery.
+``registry`` holds every strategy as a typed object (``Bmm(side)``, ``EinDecomp(d)``, ``Local()``,
+…), the operator kinds (``OperatorKind``) and ``force=``'s parser. A module here registers, for
+one TRA operator class, its strategies twice over, keyed by the same strategy objects and move
+for move: the IA sub-plans (``plans(node, *input Alts)``, built once for the chosen plan) and
+their closed-form costs (``costs(node, *input Views, s, only)``, what the search compares; each
+``Cand`` tagged with its strategy). A strategy of its own is a ``registry.Strategy`` subclass
+with ``kinds = {OperatorKind.REGISTERED}``. The search and the plan builder look an operator up
+here by its class. Every module of this package is imported (on the first ``lookup``), so a new
+one is picked up without editing anything else. The contractions, joins and aggregations keep their strategies in
+``strategies`` and ``candidates``, where the matmul strategies share their machinery.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Operator:
-    plans: Callable[..., dict]  # (node, *input Alts) -> {strategy: IA root}
-    costs: Callable[..., dict]  # (node, *input Views, s, only) -> {strategy: Cand}
+    plans: Callable[..., dict]  # (node, *input Alts) -> {registry.Strategy: IA root}
+    costs: Callable[..., dict]  # (node, *input Views, s, only) -> {registry.Strategy: Cand}
 
 
 _REGISTRY: dict[type, Operator] = {}
@@ -32,10 +35,21 @@ def register(op: type, plans: Callable[..., dict], costs: Callable[..., dict]) -
     _REGISTRY[op] = Operator(plans, costs)
 
 
+_loaded = False
+
+
+def _load() -> None:
+    """Import every module of this package once (each registers its operator), on the first
+    ``lookup``: importing the package, or ``registry`` in it, runs none of them (they import
+    ``layout`` and ``symbolic``, which import ``registry``)."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
 def lookup(node: Any) -> Operator | None:
     """The strategies registered for ``node``'s class or its nearest base class, or None."""
+    _load()
     return next((_REGISTRY[c] for c in type(node).__mro__ if c in _REGISTRY), None)
-
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")

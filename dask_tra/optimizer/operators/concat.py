@@ -1,5 +1,6 @@
-"""Concat(keyDim, arrayDim): ``local`` when every group of tuples already sits on one site
-(one LocalAggregate concatenating them), else ``shuffle`` by the other key dims first."""
+"""Concat(keyDim, arrayDim): ``local`` (``Local()``) when every group of tuples already sits on
+one site (one LocalAggregate concatenating them), else ``shuffle`` (``Repartition()``) by the
+other key dims first."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from ...tra.expr import Concat
 from ..layout import Alt, partitioned_by, place
 from ..symbolic import Cand, Moves, grid_layout, key_bytes, reduce_to, single
 from . import register
+from .registry import Local, Repartition
 
 
 def plans(node: Concat, child: Alt) -> dict:
     kd = node.key_dim
     others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
     if not child.free and partitioned_by(child.node, others):
-        return {"local": LocalAggregate(child.node, concat=(kd, node.array_dim))}
+        return {Local(): LocalAggregate(child.node, concat=(kd, node.array_dim))}
     moved = place(child, part(others, child.node.type.frontier))
-    return {"shuffle": LocalAggregate(moved, concat=(kd, node.array_dim))}
+    return {Repartition(): LocalAggregate(moved, concat=(kd, node.array_dim))}
 
 
 def costs(node: Concat, child, s: int, only=None) -> dict:
@@ -32,13 +34,22 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
         if single(red):
             mv = Moves((child,), s)
             mv.site_in += key_bytes(child.type) @ child.layout
-            return {"local": Cand(red, 0, 0, mv.site_in + nb @ red, np.zeros(s), int(red.sum()), mv.present, {})}
+            peak = mv.site_in + nb @ red
+            return {Local(): Cand(red, 0, 0, peak, np.zeros(s), int(red.sum()), mv.present, {}, strategy=Local())}
     mv = Moves((child,), s)
     mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
     out = grid_layout(part(range(len(outf)), outf), outf, s)
     return {
-        "shuffle": Cand(
-            out, mv.moved, mv.paper, mv.site_in + nb @ out, np.zeros(s), int(out.sum()), mv.present, {"steps": mv.steps}
+        Repartition(): Cand(
+            out,
+            mv.moved,
+            mv.paper,
+            mv.site_in + nb @ out,
+            np.zeros(s),
+            int(out.sum()),
+            mv.present,
+            {"steps": mv.steps},
+            strategy=Repartition(),
         )
     }
 
