@@ -11,10 +11,14 @@ from hypothesis import given, settings, strategies as st
 
 import dask_tra as dt
 from dask_tra.ia import execute, project
-from dask_tra.optimizer import evaluate_cost, plan
+from dask_tra.optimizer import evaluate_cost, kind_of, plan
+from dask_tra.optimizer.operators.registry import STRATEGIES, variants
+from dask_tra.optimizer.search import chosen
+from dask_tra.optimizer.rewrite import simplify
 from dask_tra.optimizer.symbolic import grid_need, grid_sites, homes, reduce_to
 from dask_tra.ia.partitioning import Grid
-from dask_tra.tra import assemble
+from dask_tra.tra import Input, TRAError, assemble
+from dask_tra.tra.dag import walk_many
 
 
 def _program(draw, rng):
@@ -41,22 +45,78 @@ def _program(draw, rng):
     return dt.array.einsum("ij,jk->ik", x["a"], x["b"]).sum(axis=1), np.einsum("ij,jk->ik", a, b).sum(axis=1)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.data(), st.integers(1, 5), st.sampled_from([None, "bmm", "cmm", "rmm"]), st.booleans(),
-       st.integers(0, 2**31))
-def test_predicted_bytes_equal_expanded_plan_and_executor(data, s, force, placed, seed):
-    rng = np.random.default_rng(seed)
-    z, want = _program(data.draw, rng)
+def _placements(inputs, s, rng):
+    """Inputs already on the cluster, some blocks with a replica."""
+    return {name: {k: tuple(sorted({int(rng.integers(s)) for _ in range(int(rng.integers(1, 3)))})) for k in blocks}
+            for name, blocks in inputs.items()}
+
+
+def _registry_forces(z, s):
+    """``force={kind: strategy}`` for every registered strategy, every parameter included, that
+    could plan an operator of ``z``'s simplified expression on ``s`` sites (``registry.variants``)."""
+    exprs = simplify((z.expr,))
+    return [{kind_of(node): st} for node in walk_many(exprs) if not isinstance(node, Input)
+            for st in variants(node, s)]
+
+
+def _check(z, want, s, placements, force):
+    """The plan's predicted bytes equal its expanded IA plan's and the executor's; NumPy's result."""
     inputs = {name: {k: src.chunk(k) for k in src.type.iter_keys()} for name, src in z.sources.items()}
-    placements = None
-    if placed:  # inputs already on the cluster, some blocks with a replica
-        placements = {name: {k: tuple(sorted({int(rng.integers(s)) for _ in range(int(rng.integers(1, 3)))}))
-                             for k in blocks} for name, blocks in inputs.items()}
     p = plan(z.expr, s, placements=placements, force=force)
     res = execute(p.root, inputs)
     np.testing.assert_allclose(assemble(z.expr.type, project(p.root, res)), want, rtol=1e-9, atol=1e-9)
     assert res.bytes_moved == evaluate_cost(p.root).bytes_moved == p.cost.bytes_moved
     assert p.explain.predicted_bytes == p.cost.bytes_moved
+    for alt in chosen(p.alts):  # the forced strategy, with its parameters, is the one costed and built
+        if isinstance(force, dict) and kind_of(alt.node) in force:
+            assert force[kind_of(alt.node)].admits(p.cands[id(alt)].strategy)
+    return p
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.integers(1, 5), st.booleans(), st.integers(0, 2**31))
+def test_predicted_bytes_equal_expanded_plan_and_executor(data, s, placed, seed):
+    """Unforced, or one registered strategy with its parameters forced on an operator kind."""
+    rng = np.random.default_rng(seed)
+    z, want = _program(data.draw, rng)
+    inputs = {name: {k: src.chunk(k) for k in src.type.iter_keys()} for name, src in z.sources.items()}
+    placements = _placements(inputs, s, rng) if placed else None
+    force = data.draw(st.sampled_from([None, *_registry_forces(z, s)]))
+    try:
+        _check(z, want, s, placements, force)
+    except TRAError as e:  # a registered strategy that does not apply to this operator here
+        assert force is not None and "is not applicable" in str(e)
+
+
+def test_every_registered_strategy_costs_what_its_plan_moves():
+    """Every strategy of the registry (``STRATEGIES``), with every parameter (both sides, every
+    EinDecomp vector, ...), forced on the operators of programs where it applies (free and placed
+    inputs, 1 to 4 sites): its closed-form costing equals its expanded plan's and the executor's
+    bytes. Each registered class applies somewhere."""
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((7, 6)), rng.standard_normal((6, 5))
+    x, y = dt.from_array(a, chunks=(3, 4)), dt.from_array(b, chunks=(4, 2))
+    programs = [
+        (x @ y, a @ b),
+        (x[:6] + x[:6].T, a[:6] + a[:6].T),
+        (x + dt.from_array(a + 1, chunks=(3, 4)), a + (a + 1)),
+        (x.sum(axis=0), a.sum(axis=0)),
+        (dt.array.concatenate([x, x + 1.0], axis=0), np.concatenate([a, a + 1.0], axis=0)),
+        (dt.array.einsum("ij,jk->ik", x, y).sum(axis=1), (a @ b).sum(axis=1)),
+    ]
+    used = set()
+    for z, want in programs:
+        inputs = {name: {k: src.chunk(k) for k in src.type.iter_keys()} for name, src in z.sources.items()}
+        for s in (1, 2, 4):
+            for placements in (None, _placements(inputs, s, rng)):
+                for force in _registry_forces(z, s):
+                    try:
+                        _check(z, want, s, placements, force)
+                    except TRAError as e:
+                        assert "is not applicable" in str(e)
+                        continue
+                    used.update(type(st) for st in force.values())
+    assert used == set(STRATEGIES), set(STRATEGIES) - used
 
 
 @settings(max_examples=80, deadline=None)
