@@ -90,21 +90,30 @@ def _memory_manager_once(dask_scheduler):
     dask_scheduler.extensions["amm"].run_once()
 
 
-def test_scattered_replicas_outlive_the_memory_manager_until_the_graph_arrives(client):
-    """x @ x.T scatters each block of x to every site either layout puts it on. Until the
-    graph's pinned readers reach the scheduler, only the plan's hold keeps those replicas: a
-    memory-manager run in between (every 2 s by default) must not drop them, or dask fetches
-    them back (the flaky 2x of the test above)."""
+def test_scattered_replicas_outlive_the_memory_manager_until_the_graph_arrives(client, monkeypatch):
+    """x @ x.T scatters each block of x to every site either layout puts it on (in persist; making
+    a graph scatters nothing). Until the graph's pinned readers reach the scheduler, only the
+    plan's hold keeps those replicas: a memory-manager run in between (every 2 s by default)
+    must not drop them, or dask fetches them back (the flaky 2x of the test above)."""
+    from dask_tra.dask import collection
+
     a = np.random.default_rng(4).standard_normal((400, 300))
     x = dt.from_array(a, chunks=100)
     z = x @ x.T
-    with dt.diagnostics.measure() as m:
-        dict(z.__dask_graph__())  # reading the graph plans, scatters, emits
-        assert client.run_on_scheduler(_scattered_replicas) > 0
+    real, seen = collection._scatter_in_memory_inputs, []
+
+    def scatter_then_run_the_memory_manager(*args):
+        out = real(*args)
+        seen.append(client.run_on_scheduler(_scattered_replicas))
         client.run_on_scheduler(_memory_manager_once)
-        assert client.run_on_scheduler(_scattered_replicas) > 0
-        p, = dask.persist(z)
+        seen.append(client.run_on_scheduler(_scattered_replicas))
+        return out
+
+    monkeypatch.setattr(collection, "_scatter_in_memory_inputs", scatter_then_run_the_memory_manager)
+    with dt.diagnostics.measure() as m:
+        p = z.persist()  # plans, scatters, the memory manager runs, then the graph arrives
         wait(p)
+    assert len(seen) == 2 and seen[0] > 0 and seen[1] > 0
     assert m.bytes_moved == m.predicted_bytes == 0
     np.testing.assert_allclose(p.compute(), a @ a.T, rtol=1e-10, atol=1e-10)
 
