@@ -361,3 +361,23 @@ def test_a_slice_of_an_expression_reading_a_result_twice_computes_the_blocks_its
     calls = [n for n in walk_many([after]) if isinstance(n, Join) and n.kernel.name == "located"]
     assert [n.type.n_tuples for n in calls] == [blocks]
     assert after.type.same_as(y.expr.type)
+
+
+def test_a_slice_graph_holds_only_the_tasks_its_blocks_need():
+    """The plan places whole inputs; emission drops what no output reads, so the scheduler
+    (and dask's ``order``) sees the slice's tasks only."""
+    x = da.zeros((4000, 4000), chunks=300).map_blocks(_located, dtype=float)
+    graph = dict(x.T.T[:5, :5].__dask_graph__())
+    tasks = [k for k, v in graph.items() if not hasattr(v, "value")]  # data nodes aside
+    assert len(tasks) <= 2, sorted(graph)
+
+
+def test_a_transpose_keeps_its_key_table_exact():
+    """A transpose of a whole grid is typed in closed form and makes its key table when asked."""
+    x = da.from_array(np.arange(60.0).reshape(3, 4, 5), chunks=(2, 3, 2))
+    t = ReKey(x.expr, KeyMap.selecting((2, 0, 1)))
+    assert t.sources == {(k[2], k[0], k[1]): k for k in x.expr.type.iter_keys()}
+    assert t.type.frontier == (3, 2, 2) and t.type.array_chunks() is None
+    np.testing.assert_array_equal(
+        x.transpose(2, 0, 1).compute(scheduler="sync"), np.arange(60.0).reshape(3, 4, 5).transpose(2, 0, 1)
+    )

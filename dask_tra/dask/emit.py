@@ -322,6 +322,8 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                 src = avail[(origin, site)]
                 g.add(ok, Alias(ok, src), [src], site)
             g.exposed.add(ok)
+    read_live = g.cull()
+    reads = {r for r in reads if r in read_live}
     moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
     held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
     held.update(home)
@@ -424,6 +426,21 @@ class _Tasks:
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
         if work:
             self.work.add(dk)
+
+    def cull(self) -> set:
+        """Drop the tasks no output needs (a slice's plan places whole inputs; dask would cull
+        them, after ordering them); returns every key the remaining tasks read."""
+        live, stack = set(), list(self.exposed)
+        while stack:
+            dk = stack.pop()
+            if dk not in live:
+                live.add(dk)
+                stack.extend(r for r in self.reads.get(dk, ()) if r in self.spec)
+        for dk in [dk for dk in self.spec if dk not in live]:
+            del self.spec[dk], self.reads[dk], self.site[dk]
+            self.work.discard(dk)
+            self.keep.discard(dk)
+        return {r for refs in self.reads.values() for r in refs}
 
     def fused(self, held=None) -> dict:
         """Every task, with each task read once by a task on its site inlined into that reader.

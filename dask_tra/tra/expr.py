@@ -11,6 +11,7 @@ by identity: reusing one node object is how a DAG shares a sub-expression.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Iterable
 from typing import Any, NoReturn, cast
@@ -288,6 +289,33 @@ class ReKey(TupleMap):
         self.children = (child,)
         self.child, self.key_fn, self.params = child, key_fn, (key_fn,)
         t = child.type
+        perm = key_fn.select
+        if t.keys is None and perm is not None and sorted(perm) == list(range(t.key_arity)):
+            # a transpose of a whole grid: its type in closed form, its key table when asked
+            at = {d: i for i, d in enumerate(perm)}
+            frontier = tuple(t.frontier[d] for d in perm)
+            axes = tuple(ChunkAxis(tuple(at[d] for d in ax.key_dims), ax.sizes) for ax in t.axes)
+            self.type = RelationType(frontier, axes, t.dtype, t.backend)
+            return
+        mapped = self.sources = self._table(t, key_fn)
+        # block-sparse: frontier and extents follow the whole key grid
+        grid = (_whole_grid(t, key_fn) if t.keys is not None else None) or mapped
+        arities = {len(k) for k in grid}
+        if len(arities) > 1:
+            self._fail(TRAError, f"key function returns keys of different arities {sorted(arities)}")
+        arity = arities.pop() if arities else t.key_arity
+        frontier = tuple(1 + max(k[d] for k in grid) for d in range(arity)) if grid else (0,) * arity
+        dense = len(mapped) == math.prod(frontier)
+        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
+        self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
+
+    @functools.cached_property
+    def sources(self) -> dict:
+        """output key -> input key (a transpose's, made when first asked)."""
+        return self._table(self.child.type, self.key_fn)
+
+    def _table(self, t: RelationType, key_fn: KeyMap) -> dict:
+        """output key -> input key, checked: non-negative and unique."""
         mapped: dict[tuple[int, ...], tuple[int, ...]] = {}
         for k in t.iter_keys():
             nk = key_fn(k)
@@ -299,17 +327,7 @@ class ReKey(TupleMap):
                     f"keys {fmt_key(mapped[nk])} and {fmt_key(k)} both map to {fmt_key(nk)} (key uniqueness)",
                 )
             mapped[nk] = k
-        self.sources = mapped  # output key -> input key
-        # block-sparse: frontier and extents follow the whole key grid
-        grid = (_whole_grid(t, key_fn) if t.keys is not None else None) or mapped
-        arities = {len(k) for k in grid}
-        if len(arities) > 1:
-            self._fail(TRAError, f"key function returns keys of different arities {sorted(arities)}")
-        arity = arities.pop() if arities else t.key_arity
-        frontier = tuple(1 + max(k[d] for k in grid) for d in range(arity)) if grid else (0,) * arity
-        dense = len(mapped) == math.prod(frontier)
-        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
-        self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
+        return mapped
 
     def out_keys(self, key: Key) -> list[Key]:
         return [self.key_fn(key)]
