@@ -26,13 +26,13 @@ import numpy as np
 
 from ..ia.partitioning import Grid, part
 from ..tra.expr import Join
+from . import join_alone as join_bodies
 from . import twophase_strategy
+from .movers import SymbolicMover
 from .operators.registry import (
     Align,
-    Bcast,
     Bmm,
     Cmm,
-    Copart,
     EinDecomp,
     Local,
     PreAggregate,
@@ -47,7 +47,6 @@ from .symbolic import (
     Moves,
     cell_flops,
     finish,
-    gather,
     grid_key_sites,
     grid_layout,
     grid_need,
@@ -246,19 +245,15 @@ def grid_bound(agg, views, pos, grid, s):
 
 
 def _align(join, views, f, m, s):
-    """Keep side ``f`` where it is (one site per tuple); send side ``m`` to its partners' sites."""
-    fixed, moving = views[f], views[m]
-    if not single(fixed.layout):
+    """Keep side ``f`` where it is (one site per tuple); send side ``m`` to its partners' sites
+    (the moves of ``join_alone.align_side``): (the Moves, side f's layout), or None."""
+    mover = SymbolicMover(join, views, s)
+    kept = mover.keep(f)
+    if kept is None:
         return None
-    fk, mk = (join.left_keys, join.right_keys) if f == 0 else (join.right_keys, join.left_keys)
-    need = reduce_to(fixed.layout, fixed.type.frontier, list(fk), moving.type.frontier, list(mk))
-    empty = ~need.any(axis=1)
-    need = need.copy()
-    need[empty, 0] = True
-    mv = Moves(views, s)
-    mv.place(f, fixed.layout, "")
-    mv.place(m, need, "send to partners")
-    return mv, fixed.layout
+    keys = (join.left_keys, join.right_keys)
+    mover.align(m, (kept, keys[f], keys[m]))
+    return mover.mv, kept
 
 
 def co_located(join, views, s) -> Align | None:
@@ -274,58 +269,8 @@ def co_located(join, views, s) -> Align | None:
 
 
 def join_alone(join, left, right, s, only: Strategy | None = None) -> dict:
-    views = (left, right)
-    kl, kr = left.type.key_arity, right.type.key_arity
-    lpos, rpos = list(range(kl)), [join.right_out[d] for d in range(kr)]
-    pos = (lpos, rpos)
-    outf = join.type.frontier
-    lk, rk = join.left_keys, join.right_keys
-    cands: dict[Strategy, Cand] = {}
-
-    def want(strategy: Strategy) -> bool:
-        return only is None or only.admits(strategy)
-
-    def done(mv, layout, strategy):
-        flops = _side_products(join, layout, list(range(len(outf))), outf, s) if single(layout) else np.zeros(s)
-        nb = key_bytes(join.type)
-        return Cand(
-            layout,
-            mv.moved,
-            mv.paper,
-            mv.site_in + wsum(nb, layout),
-            flops,
-            int(layout.sum()),
-            mv.present,
-            {"steps": mv.steps},
-            mv.site_moved,
-            mv.site_sent,
-            strategy=strategy,
-        )
-
-    for b, side in enumerate(("left", "right")):
-        if not want(Bcast(side)):
-            continue
-        o = 1 - b
-        mv = Moves(views, s)
-        full = part(range(len(pos[o])), views[o].type.frontier)
-        olay = grid_layout(full, views[o].type.frontier, s)
-        mv.broadcast(b, (olay, views[o].type, (lk, rk)[o], (lk, rk)[b]))
-        lay = mv.place(o, olay, f"shuffle by {full}")
-        cands[Bcast(side)] = done(mv, gather(lay, views[o].type.frontier, pos[o], outf), Bcast(side))
-    if lk and want(Copart()):
-        mv = Moves(views, s)
-        mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
-        mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
-        cands[Copart()] = done(mv, grid_layout(part(lk, outf), outf, s), Copart())
-    if lk:
-        for f, m, side in ((0, 1, "right"), (1, 0, "left")):
-            if views[f].free or not want(Align(side)):
-                continue
-            c = _align(join, views, f, m, s)
-            if c is not None:
-                mv, lay = c
-                cands[Align(side)] = done(mv, gather(lay, views[f].type.frontier, pos[f], outf), Align(side))
-    return cands
+    """The join-alone strategies (``join_alone.py``: one body each) costed by a ``SymbolicMover``."""
+    return join_bodies.run(join, lambda: SymbolicMover(join, (left, right), s), only)
 
 
 def aggregate_alone(agg, child, s, only: Strategy | None = None) -> dict:

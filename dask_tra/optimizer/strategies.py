@@ -25,15 +25,15 @@ import numpy as np
 from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, SiteMap, part
 from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
+from . import join_alone as join_bodies
 from .cost import evaluate_cost
-from .layout import Alt, align, broadcast, finish_aggregate, place
+from .layout import Alt, broadcast, finish_aggregate, place
+from .movers import IAMover
 from .operators.registry import (
     PREFERENCE,
     Align,
-    Bcast,
     Bmm,
     Cmm,
-    Copart,
     EinDecomp,
     Local,
     PreAggregate,
@@ -110,11 +110,13 @@ def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None
         l = place(left, part(lk, left.node.type.frontier))
         r = place(right, part(rk, right.node.type.frontier))
         cands[Cmm()] = finish(LocalJoin(l, r, lk, rk, join.kernel))
-    for fixed, moving, side in ((left, right, "right"), (right, left, "left")):
-        if not fixed.free and want(Align(side)):  # keep a placed side, bring the other to it
-            joined = _align_join(join, fixed.node, moving, lk, rk, side)
-            if joined is not None:
-                cands[Align(side)] = finish(joined)
+    keys, mover = (lk, rk), IAMover(join, (left, right))
+    for f, i, side in ((0, 1, "right"), (1, 0, "left")):
+        if not mover.free(f) and want(Align(side)):  # keep a placed side, bring the other to it
+            kept = mover.keep(f)  # the moves of ``join_alone.align_side``
+            moved = mover.align(i, (kept, keys[f], keys[i]))
+            l, r = (kept, moved) if f == 0 else (moved, kept)
+            cands[Align(side)] = finish(LocalJoin(l, r, lk, rk, join.kernel))
     if want(Rmm()):  # replicate onto the output-block grid
         cands[Rmm()] = finish(_grid_join(join, left, right, part(g, out)))
     for d in partition_vectors(out, s):
@@ -131,46 +133,10 @@ def _same(left: Alt, right: Alt) -> bool:
 
 
 def join_alone(join, left: Alt, right: Alt, only: Strategy | None = None) -> dict:
-    """{strategy: IA sub-plan} for a join alone; ``only``: the strategies it admits alone
-    (``build`` expands the chosen one: each LocalJoin types its result)."""
-    lk, rk = join.left_keys, join.right_keys
-    cands: dict[Strategy, object] = {}
-
-    def want(strategy: Strategy) -> bool:
-        return only is None or only.admits(strategy)
-
-    if want(Bcast("left")):
-        rnode = place(right, part(range(right.node.type.key_arity), right.node.type.frontier))
-        cands[Bcast("left")] = LocalJoin(
-            broadcast(left, None if _same(left, right) else (rnode, rk, lk)), rnode, lk, rk, join.kernel
-        )
-    if want(Bcast("right")):
-        lnode = place(left, part(range(left.node.type.key_arity), left.node.type.frontier))
-        cands[Bcast("right")] = LocalJoin(
-            lnode, broadcast(right, None if _same(left, right) else (lnode, lk, rk)), lk, rk, join.kernel
-        )
-    if lk:
-        if want(Copart()):
-            cands[Copart()] = LocalJoin(
-                place(left, part(lk, left.node.type.frontier)),
-                place(right, part(rk, right.node.type.frontier)),
-                lk,
-                rk,
-                join.kernel,
-            )
-        if not left.free and want(Align("right")):
-            cands[Align("right")] = _align_join(join, left.node, right, lk, rk, "right")
-        if not right.free and want(Align("left")):
-            cands[Align("left")] = _align_join(join, right.node, left, lk, rk, "left")
-    return {k: v for k, v in cands.items() if v is not None}
-
-
-def _align_join(join, fixed, moving: Alt, lk, rk, moving_side):
-    """Keep one side where it is; send each tuple of the other to the sites of its partners."""
-    fixed_keys, moving_keys = (lk, rk) if moving_side == "right" else (rk, lk)
-    moved = align(moving, fixed, fixed_keys, moving_keys)
-    l, r = (fixed, moved) if moving_side == "right" else (moved, fixed)
-    return LocalJoin(l, r, lk, rk, join.kernel)
+    """{strategy: IA sub-plan} for a join alone (``join_alone.py``: one body per strategy) built
+    by an ``IAMover``; ``only``: the strategies it admits alone (``build`` expands the chosen
+    one: each LocalJoin types its result)."""
+    return join_bodies.run(join, lambda: IAMover(join, (left, right)), only)
 
 
 def aggregate_alone(agg, child: Alt, only: Strategy | None = None) -> dict:

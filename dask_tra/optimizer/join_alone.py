@@ -1,0 +1,81 @@
+"""The join-alone strategies, each written once against a ``movers.Mover``.
+
+A join that no aggregation consumes (an elementwise sum or product of two arrays, a cross
+product) has three strategies, one body each below: what it moves, in the mover's words. The
+costing (``candidates.join_alone``) runs a body with a ``SymbolicMover`` and gets the ``Cand``
+the search compares; the plan builder (``strategies.join_alone``) runs the same body with an
+``IAMover`` and gets the ``LocalJoin`` that runs. A body returns None where its strategy does
+not apply (no join keys to co-partition on; no placed side to keep).
+
+- ``Bcast(side)``: the other input partitioned by all its key dims, ``side`` sent to every site
+  holding a partner of its tuples;
+- ``Copart()``: both inputs partitioned by the join keys;
+- ``Align(side)``: the other input kept where it is (one site per tuple), ``side`` sent to its
+  partners' sites.
+
+A new join strategy with a parameter: its ``Strategy`` class in ``operators/registry.py``, its
+body here, and its place in ``ORDER``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ia import part
+from .movers import Mover
+from .operators.registry import SIDES, Align, Bcast, Copart, Strategy
+
+
+def bcast(join, m: Mover, st: Bcast) -> Any:
+    b = SIDES.index(st.side)  # the input broadcast
+    o = 1 - b  # the one partitioned
+    keys = (join.left_keys, join.right_keys)
+    full = part(range(len(m.frontier(o))), m.frontier(o))
+    target = m.partitioned(o, full)
+    sent = m.broadcast(b, (target, keys[o], keys[b]))
+    kept = m.place(o, target, f"shuffle by {full}")
+    left, right = (sent, kept) if b == 0 else (kept, sent)
+    return m.join(left, right, o, st)
+
+
+def copart(join, m: Mover, st: Copart) -> Any:
+    lk, rk = join.left_keys, join.right_keys
+    if not lk:
+        return None
+    left = m.place(0, m.partitioned(0, part(lk, m.frontier(0))), f"shuffle by PART{list(lk)}")
+    right = m.place(1, m.partitioned(1, part(rk, m.frontier(1))), f"shuffle by PART{list(rk)}")
+    return m.join(left, right, part(lk, join.type.frontier), st)
+
+
+def align_side(join, m: Mover, st: Align) -> Any:
+    i = SIDES.index(st.side)  # the input sent
+    f = 1 - i  # the one kept where it is
+    keys = (join.left_keys, join.right_keys)
+    if not join.left_keys or m.free(f):
+        return None
+    kept = m.keep(f)
+    if kept is None:
+        return None
+    moved = m.align(i, (kept, keys[f], keys[i]))
+    left, right = (kept, moved) if f == 0 else (moved, kept)
+    return m.join(left, right, f, st)
+
+
+BODIES: dict[type[Strategy], Callable[..., Any]] = {Bcast: bcast, Copart: copart, Align: align_side}
+ORDER: tuple[Strategy, ...] = (Bcast("left"), Bcast("right"), Copart(), Align("right"), Align("left"))
+
+
+def run(join, mover: Callable[[], Mover], only: Strategy | None = None) -> dict:
+    """{strategy: what the body made} for each strategy ``only`` admits (every one if None) that
+    applies, a fresh mover from ``mover()`` per strategy."""
+    out = {}
+    for st in ORDER:
+        if only is None or only.admits(st):
+            made = BODIES[type(st)](join, mover(), st)
+            if made is not None:
+                out[st] = made
+    return out
+
+
+__all__ = ["bcast", "copart", "align_side", "BODIES", "ORDER", "run"]
