@@ -119,6 +119,18 @@ def test_slices_read_only_the_elements_between_their_ends(tmp_path, data, index,
     assert sum(math.prod(b - a for a, b in r) for r in got) == math.prod(b - a for a, b in box)
 
 
+def test_index_arrays_into_one_input_read_each_block_once(tmp_path, data):
+    """xarray's groupby picks each group's positions with an index array: the groups' gathers
+    share the input's reads, one per block touched, never a read per group."""
+    log = tmp_path / "reads.log"
+    x = da.from_array(Counting(Reopen(_stored("h5py", tmp_path, data)), log), chunks=CHUNKS)
+    y = x[[0, 150]].sum(axis=0) + x[[5, 160, 395]].sum(axis=0)
+    expected = data[[0, 150]].sum(axis=0) + data[[5, 160, 395]].sum(axis=0)
+    np.testing.assert_allclose(y.compute(scheduler="sync"), expected)
+    got = [r for r, _ in reads(log)]
+    assert len(got) == len(set(got)) == 3 * 3  # row blocks 0, 1, 3, each column block, once
+
+
 def test_building_and_planning_read_nothing_then_each_planned_read_happens_once(tmp_path, data):
     log = tmp_path / "reads.log"
     x = da.from_array(Counting(Reopen(_stored("h5py", tmp_path, data)), log), chunks=CHUNKS)

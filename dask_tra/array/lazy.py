@@ -306,9 +306,13 @@ def _regular(chunks, shape):
 
 
 def narrow(x, entries):
-    """When ``x`` is a lazily read input: the input narrowed to what ``entries``
-    (``indexing._entries``) touch (``_bounds``), and the entries shifted to it. Otherwise
-    ``x, entries``."""
+    """When ``x`` is a lazily read input: the input narrowed to the span each slice or integer
+    reads (only those bytes are read, as dask's getitem on a lazily indexed array; blocks keep
+    their old boundaries inside), and the entries shifted to it. Otherwise ``x, entries``.
+
+    An index array or mask keeps its axis whole: the gather keeps only the blocks it touches,
+    so only those are read, and reads of the same input by several indexings (xarray's groupby
+    picks each month's days) are one read per block."""
     if x.expr.children:
         return x, entries
     src = x.sources.get(x.expr.name)
@@ -316,16 +320,17 @@ def narrow(x, entries):
         return x, entries
     region, chunks, shifted, axis = [], [], [], 0
     for kind, v, k in entries:
-        if k == 0:
+        if k == 0 or kind not in ("slice", "int"):
+            region += [(0, n) for n in x.shape[axis : axis + k]]
+            chunks += list(x.chunks[axis : axis + k])
             shifted.append((kind, v, k))
+            axis += k
             continue
-        if kind == "mask" and k != 1:
-            return x, entries
         n = x.shape[axis]
         pos = _positions(kind, v, n)
         if pos is None or not len(pos):
             return x, entries
-        lo, hi = _bounds(kind, x.chunks[axis], int(pos.min()), int(pos.max()))
+        lo, hi = int(pos.min()), int(pos.max()) + 1
         region.append((lo, hi))
         cuts = offsets(x.chunks[axis])
         inner = cuts[(cuts > lo) & (cuts < hi)]
@@ -340,25 +345,10 @@ def narrow(x, entries):
 def _positions(kind, v, n):
     if kind == "slice":
         return np.arange(*v.indices(n))
-    if kind == "mask":
-        return np.flatnonzero(v) if v.shape == (n,) else None
     idx = np.asarray(v).ravel()
     if idx.size and (idx.min() < -n or idx.max() >= n):
         return None  # getitem raises the IndexError
     return np.where(idx < 0, idx + n, idx)
-
-
-def _bounds(kind, chunks, first, last):
-    """The part of an axis a narrowed input covers: exactly the positions a slice or an integer
-    reads (only those bytes are read, as dask's getitem on a lazily indexed array; the blocks
-    keep their old boundaries inside), else the whole blocks holding them (an index array's
-    output chunks follow the input's blocks)."""
-    if kind in ("slice", "int"):
-        return first, last + 1
-    cuts = offsets(chunks)
-    i = int(np.searchsorted(cuts, first, side="right") - 1)
-    j = int(np.searchsorted(cuts, last, side="right") - 1)
-    return int(cuts[i]), int(cuts[j + 1])
 
 
 def _shift(kind, v, n, lo, hi):
@@ -366,10 +356,7 @@ def _shift(kind, v, n, lo, hi):
         start, stop, step = v.indices(n)
         stop = stop - lo
         return slice(start - lo, None if stop < 0 else stop, step)
-    if kind == "mask":
-        return v[lo:hi]
-    idx = np.asarray(v)
-    return np.where(idx < 0, idx + n, idx) - lo if kind == "array" else (v + n if v < 0 else v) - lo
+    return (v + n if v < 0 else v) - lo  # an integer
 
 
 def user_name(name):
