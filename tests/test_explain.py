@@ -188,3 +188,16 @@ def test_naming_an_operand_looks_through_a_bounded_number_of_operations(monkeypa
     monkeypatch.setattr(ex, "operation", lambda n: calls.append(n) or real(n))
     assert ex.operand(x.expr) == "the subtract result"
     assert len(calls) <= 2 * ex.ALIAS_DEPTH + 1
+
+
+def test_computing_makes_no_report_unless_a_measure_or_explain_asks():
+    """The report (an operator walk and its words) is made when asked for: ``compute`` builds
+    none (``measure()`` blocks and ``explain()`` do)."""
+    x = dt.from_array(np.arange(36.0).reshape(6, 6), chunks=3)
+    y = (x + x.T).sum(axis=0)
+    a = np.arange(36.0).reshape(6, 6)
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), (a + a.T).sum(axis=0))
+    plan_ = y._last_entry.plan
+    assert "explain" not in plan_.__dict__
+    assert "nothing moves" in str(y.explain())
+    assert "explain" in plan_.__dict__

@@ -264,16 +264,16 @@ class DaskCollection(DaskMethodsMixin):
         return dsk  # no fusion: fusion would drop the per-task worker pins
 
     def __dask_postcompute__(self):
-        if self._last_explain is not None:
-            from .. import diagnostics
+        from .. import diagnostics
 
+        if diagnostics._ACTIVE and self._last_explain is not None:  # the report is made only for a measure
             diagnostics.register(self._last_explain, computed=True)
         return self._finalizer()
 
     def __dask_postpersist__(self):
-        if self._last_explain is not None:  # persisting: dask gathers no result
-            from .. import diagnostics
+        from .. import diagnostics
 
+        if diagnostics._ACTIVE and self._last_explain is not None:  # persisting: dask gathers no result
             diagnostics.unregister_computed(self._last_explain)
         return self._rebuilder()
 
