@@ -210,7 +210,7 @@ class Pruner:
     def __init__(self, node, combo, rates, keep, options, s):
         self.node, self.combo, self.rates, self.keep, self.s = node, combo, rates, keep, s
         self.best: dict = {}
-        self.made: dict = {}
+        self.made: dict[Strategy, Alt] = {}  # the candidates costed so far, as alternatives
         self.pruned = 0
         for a in options:
             self._note(a)
@@ -227,7 +227,7 @@ class Pruner:
             self.best[sig] = a.seconds
 
     def add(self, strategy: Strategy, cand):
-        a = self.made[strategy.name] = combine(self.node, strategy.name, cand, self.combo, self.rates)
+        a = self.made[strategy] = combine(self.node, strategy.name, cand, self.combo, self.rates)
         self._note(a)
         Pruner.costed += isinstance(strategy, EinDecomp)
 
@@ -298,7 +298,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
         kept = pruner.made if pruner is not None else {}
-        made = {st: kept.get(st.name) or combine(node, st.name, c, combo, rates) for st, c in cands.items()}
+        made = {st: kept.get(st) or combine(node, st.name, c, combo, rates) for st, c in cands.items()}
         table = {st.name: (a.bytes, a.seconds) for st, a in made.items()}
         for st, a in made.items():
             if wanted is not None and not wanted.admits(st):

@@ -146,6 +146,11 @@ class Strategy:
         """Every parameter instance of this strategy for ``node`` on ``s`` sites."""
         return (cls(),)
 
+    @classmethod
+    def named(cls) -> tuple[Strategy, ...]:
+        """The instances ``parse`` finds by their ``name`` (``force=``): the parameterless one."""
+        return (cls(),)
+
     def __str__(self) -> str:
         return self.name
 
@@ -172,6 +177,10 @@ class Bmm(Strategy):
     @classmethod
     def variants(cls, node, s):
         return tuple(cls(side) for side in SIDES)
+
+    @classmethod
+    def named(cls):
+        return (cls(),)  # "bmm": the cheaper side
 
 
 @dataclass(frozen=True)
@@ -211,6 +220,10 @@ class EinDecomp(Strategy):
     def variants(cls, node, s):
         return tuple(cls(tuple(d)) for d in partition_vectors(node.child.type.frontier, s))
 
+    @classmethod
+    def named(cls):
+        return ()  # "d=[...]": any vector, parsed by ``parse``
+
 
 @dataclass(frozen=True)
 class TwoPhase(Strategy):
@@ -246,6 +259,10 @@ class Align(Strategy):
     def variants(cls, node, s):
         return tuple(cls(side) for side in SIDES)
 
+    @classmethod
+    def named(cls):
+        return tuple(cls(side) for side in SIDES)
+
 
 @dataclass(frozen=True)
 class Bcast(Strategy):
@@ -263,6 +280,10 @@ class Bcast(Strategy):
 
     @classmethod
     def variants(cls, node, s):
+        return tuple(cls(side) for side in SIDES)
+
+    @classmethod
+    def named(cls):
         return tuple(cls(side) for side in SIDES)
 
 
@@ -320,14 +341,12 @@ _EINDECOMP = re.compile(r"d=\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 
 
 def _named(kinds: frozenset[OperatorKind]) -> dict[str, Strategy]:
-    """name -> strategy, for the parameterless strategies and the fixed-side ones of ``kinds``."""
+    """name -> strategy, for the strategies of ``kinds`` found by name (``Strategy.named``)."""
     out: dict[str, Strategy] = {}
     for cls in STRATEGIES:
-        if cls is EinDecomp or not cls.kinds & kinds:
-            continue
-        made = (cls(),) if cls is Bmm else tuple(v for v in cls.variants(None, 1))
-        for st in made:
-            out.setdefault(st.name, st)
+        if cls.kinds & kinds:
+            for st in cls.named():
+                out.setdefault(st.name, st)
     return out
 
 
