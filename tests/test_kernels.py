@@ -49,3 +49,26 @@ def test_facts():
     assert K.add.associative and K.add.commutative and not K.sub.commutative
     assert K.mul.distributes(K.add) and not K.add.distributes(K.mul)
     assert K.matmul.flops((3, 4), (4, 5)) == 2 * 3 * 4 * 5
+
+
+@pytest.mark.parametrize(
+    "subscripts, matmul",
+    [
+        ("ik,kj->ij", True),
+        ("ab,bc->ac", True),  # any letters
+        ("ab,bc->ca", False),  # the product transposed
+        ("ij,ij->ij", False),  # elementwise
+        ("ab,bc->abc", False),  # no sum
+        ("abc,cd->abd", False),  # batched
+    ],
+)
+def test_a_matrix_product_is_known_by_its_structure_not_its_letters(subscripts, matmul):
+    k = K.Einsum(subscripts)
+    assert k.is_matmul is matmul
+    assert (k.name == "matmul") is matmul
+    a = np.arange(6.0).reshape(2, 3) if subscripts != "ij,ij->ij" else np.arange(6.0).reshape(3, 2)
+    b = np.arange(12.0).reshape(3, 4) if subscripts[:2] != "ij" else np.arange(6.0).reshape(3, 2)
+    if subscripts.startswith("abc"):
+        a = np.arange(24.0).reshape(2, 3, 4)
+        b = np.arange(20.0).reshape(4, 5)
+    np.testing.assert_allclose(k(a, b), np.einsum(subscripts, a, b))

@@ -17,6 +17,7 @@ import hashlib
 from dask.base import tokenize
 
 from ..optimizer.cache import type_token
+from ..tra import Aggregate, Filter, ReKey, Tile
 from ..tra.dag import TOKEN, cached
 
 
@@ -39,7 +40,7 @@ def _token(node, child_tokens: list) -> str:
     return h.hexdigest()
 
 
-_PLUMBING = ("ReKey", "Filter", "Tile", "Aggregate")
+_PLUMBING = (ReKey, Filter, Tile, Aggregate)
 _RESHAPES = ("reshape", "squeeze")
 
 
@@ -49,7 +50,7 @@ def _stage(expr) -> str:
     (``sum`` for a sum, ``matmul`` for a product), within a few steps."""
     for _ in range(8):
         kernel_name = getattr(getattr(expr, "kernel", None), "name", "")
-        if expr.children and (type(expr).__name__ in _PLUMBING or kernel_name in _RESHAPES):
+        if expr.children and (isinstance(expr, _PLUMBING) or kernel_name in _RESHAPES):
             expr = expr.children[0]
         else:
             break

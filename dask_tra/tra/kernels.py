@@ -378,7 +378,7 @@ class Einsum(Kernel):
         self.aggregate = aggregate or add
         custom = combine is not None or aggregate is not None
         self.plain = not custom  # decided here: identity checks do not survive pickling
-        self.is_matmul = self.subscripts == "ik,kj->ij" and not custom
+        self.is_matmul = not custom and _is_matmul(self.inputs, out)
         self.name = (
             "matmul"
             if self.is_matmul
@@ -451,6 +451,15 @@ class Einsum(Kernel):
 
     def __hash__(self) -> int:
         return hash(("einsum", self.name, self.subscripts))
+
+
+def _is_matmul(inputs: tuple, out: str) -> bool:
+    """Whether subscripts say a matrix product, whatever the letters: two matrices, the left's
+    columns summed against the right's rows, the output the left's rows by the right's columns."""
+    if len(inputs) != 2 or not all(len(s) == 2 for s in (*inputs, out)):
+        return False
+    (i, k), (k2, j) = inputs
+    return k == k2 and len({i, k, j}) == 3 and out == i + j
 
 
 def _einsum(xp: Any, subscripts: str, *chunks: Any) -> Any:
