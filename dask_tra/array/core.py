@@ -108,7 +108,11 @@ class RelArray(ArrayMethods, DaskCollection):
 
     @property
     def shape(self):
-        return tuple(sum(c) for c in self.chunks)
+        chunks = self._chunk_sizes
+        found = self.__dict__.get("_shape")
+        if found is None or found[0] is not chunks:  # kept with the chunks it was summed from
+            found = self.__dict__["_shape"] = (chunks, tuple(sum(c) for c in chunks))
+        return found[1]
 
     @property
     def dtype(self):
