@@ -30,7 +30,7 @@ class ChunkAxis:
     is the axis' extent in the chunk at ``key``. An axis of constant extent has no key dims.
     """
 
-    __slots__ = ("key_dims", "sizes")
+    __slots__ = ("key_dims", "sizes", "_table")
 
     def __init__(self, key_dims: Iterable[int], sizes: ArrayLike):
         sizes = np.asarray(sizes, dtype=np.int64)
@@ -52,6 +52,7 @@ class ChunkAxis:
         if sizes.flags.writeable:
             sizes.setflags(write=False)
         self.sizes = sizes
+        self._table: Any = None  # ``sizes`` as nested Python lists, made when first read
 
     @classmethod
     def const(cls, n: int) -> "ChunkAxis":
@@ -63,7 +64,12 @@ class ChunkAxis:
         return cls((key_dim,), tuple(sizes)).simplified()
 
     def size_at(self, key: Sequence[int]) -> int:
-        return int(self.sizes[tuple(key[d] for d in self.key_dims)])
+        table = self._table
+        if table is None:
+            table = self._table = self.sizes.tolist()  # Python ints: emission asks once per task
+        for d in self.key_dims:
+            table = table[key[d]]
+        return table
 
     @property
     def constant(self) -> int | None:
