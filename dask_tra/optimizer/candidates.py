@@ -15,7 +15,9 @@ those of ``strategies`` (which builds their IA plans), move for move:
 - aggregate alone: ``local``, ``two-phase``, ``shuffle``;
 - per-tuple operators run where their input is.
 
-Operators with a module in ``operators`` (Concat) are costed there.
+Operators with a module in ``operators`` (Concat) are costed there. The join-alone strategies and
+the contraction's bmm, cmm and align are written once (``join_alone``, ``contraction``) and
+costed here by running them with a ``movers.SymbolicMover``.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ import numpy as np
 
 from ..ia.partitioning import Grid, part
 from ..tra.expr import Join
+from . import contraction as bodies
 from . import join_alone as join_bodies
 from . import twophase_strategy
 from .movers import SymbolicMover
 from .operators.registry import (
+    SIDES,
     Align,
     Bmm,
     Cmm,
@@ -112,6 +116,20 @@ def _close(agg, mv: Moves, placed, s, strategy: Strategy, detail=None) -> Cand:
     )
 
 
+class _Summing(SymbolicMover):
+    """A contraction's moves (``contraction.py``'s bodies) costed; its ``join`` makes the
+    products where ``at`` says and closes the aggregation of their partial sums (``_close``)."""
+
+    def __init__(self, agg, views, s, side_placed, on_grid):
+        super().__init__(agg.child, views, s)
+        self.agg, self.side_placed, self.on_grid = agg, side_placed, on_grid
+
+    def join(self, left, right, at, strategy) -> Cand:
+        placed = self.on_grid(at) if isinstance(at, Grid) else self.side_placed((left, right)[at], at)
+        detail = {"bside": strategy.side} if isinstance(strategy, Bmm) else None  # explain()'s words
+        return _close(self.agg, self.mv, placed, self.s, strategy, detail)
+
+
 def contraction(agg, left, right, s, only: Strategy | None = None, eindecomp=True, rates=None, prune=None) -> dict:
     """``rates``: the time objective (two-phase places by it); ``only``: the candidates that
     strategy admits (``TwoPhase(plan)``: the two-phase plan chosen before, whose placement the
@@ -150,36 +168,22 @@ def contraction(agg, left, right, s, only: Strategy | None = None, eindecomp=Tru
             return sparse_products(join, g, outf, grid_key_sites(grid, out, jk, s), s)
         return grid_need(grid, g, outf, s), _grid_products(join, grid, s)
 
-    jkeys = (join.left_keys, join.right_keys)
-    best: tuple[Bmm, Cand] | None = None
-    for b, bside in enumerate(("left", "right")):
-        if not want(Bmm(bside)):
-            continue
-        o = 1 - b
-        mv = Moves(views, s)
-        keep = [i for i, d in enumerate(pos[o]) if d in g] or list(range(len(pos[o])))
-        olay = grid_layout(part(keep, views[o].type.frontier), views[o].type.frontier, s)
-        mv.broadcast(b, (olay, views[o].type, jkeys[o], jkeys[b]))
-        lay = mv.place(o, olay, f"shuffle by {part(keep, views[o].type.frontier)}")
-        c = _close(agg, mv, side_placed(lay, o), s, Bmm(bside), {"bside": bside})
-        if best is None or c.moved < best[1].moved:
-            best = Bmm(bside), c
+    def mover() -> _Summing:
+        return _Summing(agg, views, s, side_placed, on_grid)
+
+    best: tuple[Bmm, Cand] | None = None  # the side whose broadcast moves fewer bytes
+    for bside in SIDES:
+        if want(Bmm(bside)):
+            c = bodies.bmm(agg, mover(), Bmm(bside))
+            if best is None or c.moved < best[1].moved:
+                best = Bmm(bside), c
     if best is not None:
         cands[best[0]] = best[1]
-    lk, rk = join.left_keys, join.right_keys
-    if lk and want(Cmm()):
-        mv = Moves(views, s)
-        mv.place(0, grid_layout(part(lk, left.type.frontier), left.type.frontier, s), f"shuffle by PART{list(lk)}")
-        mv.place(1, grid_layout(part(rk, right.type.frontier), right.type.frontier, s), f"shuffle by PART{list(rk)}")
-        cands[Cmm()] = _close(agg, mv, on_grid(part(lk, out)), s, Cmm())
-    for f, m, side in ((0, 1, "right"), (1, 0, "left")):
-        if views[f].free or not want(Align(side)):
-            continue
-        c = _align(join, views, f, m, s)
-        if c is None:
-            continue
-        mv, lay = c
-        cands[Align(side)] = _close(agg, mv, side_placed(lay, f), s, Align(side))
+    if want(Cmm()) and (c := bodies.cmm(agg, mover(), Cmm())) is not None:
+        cands[Cmm()] = c
+    for side in ("right", "left"):
+        if want(Align(side)) and (c := bodies.align(agg, mover(), Align(side))) is not None:
+            cands[Align(side)] = c
     grids: dict[Strategy, Grid] = {Rmm(): part(g, out)}
     if eindecomp:
         for d in partition_vectors(out, s):

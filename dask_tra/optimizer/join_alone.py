@@ -27,19 +27,32 @@ from .movers import Mover
 from .operators.registry import SIDES, Align, Bcast, Copart, Strategy
 
 
-def bcast(join, m: Mover, st: Bcast) -> Any:
-    b = SIDES.index(st.side)  # the input broadcast
-    o = 1 - b  # the one partitioned
+def output_dims(join, i: int) -> list[int]:
+    """The join's output key dim of each key dim of input ``i``."""
+    if i == 0:
+        return list(range(join.left.type.key_arity))
+    return [join.right_out[d] for d in range(join.right.type.key_arity)]
+
+
+def broadcast_to_partners(join, m: Mover, b: int, grid, st: Strategy) -> Any:
+    """Input ``b`` sent to every site holding a partner of its tuples; the other input laid out
+    by ``grid`` over its key dims, its tuples placing the products (``Bcast``, and a
+    contraction's ``Bmm``)."""
+    o = 1 - b
     keys = (join.left_keys, join.right_keys)
-    full = part(range(len(m.frontier(o))), m.frontier(o))
-    target = m.partitioned(o, full)
+    target = m.partitioned(o, grid)
     sent = m.broadcast(b, (target, keys[o], keys[b]))
-    kept = m.place(o, target, f"shuffle by {full}")
+    kept = m.place(o, target, f"shuffle by {grid}")
     left, right = (sent, kept) if b == 0 else (kept, sent)
     return m.join(left, right, o, st)
 
 
-def copart(join, m: Mover, st: Copart) -> Any:
+def bcast(join, m: Mover, st: Bcast) -> Any:
+    o = 1 - SIDES.index(st.side)  # the input partitioned, by all its key dims
+    return broadcast_to_partners(join, m, SIDES.index(st.side), part(range(len(m.frontier(o))), m.frontier(o)), st)
+
+
+def copart(join, m: Mover, st: Strategy) -> Any:
     lk, rk = join.left_keys, join.right_keys
     if not lk:
         return None
@@ -52,7 +65,7 @@ def align_side(join, m: Mover, st: Align) -> Any:
     i = SIDES.index(st.side)  # the input sent
     f = 1 - i  # the one kept where it is
     keys = (join.left_keys, join.right_keys)
-    if not join.left_keys or m.free(f):
+    if m.free(f):
         return None
     kept = m.keep(f)
     if kept is None:
@@ -62,7 +75,12 @@ def align_side(join, m: Mover, st: Align) -> Any:
     return m.join(left, right, f, st)
 
 
-BODIES: dict[type[Strategy], Callable[..., Any]] = {Bcast: bcast, Copart: copart, Align: align_side}
+def align_joined(join, m: Mover, st: Align) -> Any:
+    """A join alone aligns on its join keys only (a cross product has none to align on)."""
+    return align_side(join, m, st) if join.left_keys else None
+
+
+BODIES: dict[type[Strategy], Callable[..., Any]] = {Bcast: bcast, Copart: copart, Align: align_joined}
 ORDER: tuple[Strategy, ...] = (Bcast("left"), Bcast("right"), Copart(), Align("right"), Align("left"))
 
 
@@ -78,4 +96,4 @@ def run(join, mover: Callable[[], Mover], only: Strategy | None = None) -> dict:
     return out
 
 
-__all__ = ["bcast", "copart", "align_side", "BODIES", "ORDER", "run"]
+__all__ = ["output_dims", "broadcast_to_partners", "bcast", "copart", "align_side", "BODIES", "ORDER", "run"]

@@ -16,6 +16,11 @@ has the papers' three matmul strategies plus EinDecomp partition vectors:
 Other operators: a Join alone can co-partition, broadcast either side, or align one side
 to the other's layout; an Aggregate alone is local (R2-4), two-phase (R2-5) or shuffled
 (Table 1); per-tuple operators (``TupleMap``s: ReKey, Filter, Transform, Tile) never move data.
+
+The join-alone strategies and the contraction's bmm, cmm and align are written once
+(``join_alone``, ``contraction``) against a mover (``movers``): built here by an ``IAMover``,
+costed by ``candidates`` with a ``SymbolicMover``. rmm, EinDecomp's vectors, the aggregations
+alone and the tuple maps are built here and costed there, move for move.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import numpy as np
 from ..ia import Grid, LocalAggregate, LocalFilter, LocalJoin, Shuffle, SiteMap, part
 from ..ia.nodes import expand, local_map
 from ..tra import expr as tra
+from . import contraction as bodies
 from . import join_alone as join_bodies
 from .cost import evaluate_cost
-from .layout import Alt, broadcast, finish_aggregate, place
+from .layout import Alt, finish_aggregate, place
 from .movers import IAMover
 from .operators.registry import (
     PREFERENCE,
+    SIDES,
     Align,
     Bmm,
     Cmm,
@@ -75,6 +82,18 @@ def _homes(t, grid: Grid, pos, s: int) -> SiteMap:
     return SiteMap({k: (int(at[r]),) for k, r in zip(keys, rows)})
 
 
+class _Summing(IAMover):
+    """A contraction's moves (``contraction.py``'s bodies) built; its ``join`` is the LocalJoin
+    of the moved inputs, its products summed by ``layout.finish_aggregate``."""
+
+    def __init__(self, agg, alts):
+        super().__init__(agg.child, alts)
+        self.agg = agg
+
+    def join(self, left, right, at, strategy):
+        return finish_aggregate(super().join(left, right, at, strategy), self.agg.group_by, self.agg.kernel)[0]
+
+
 def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None) -> dict:
     """{strategy: IA root of the Aggregate} for each applicable strategy (``only``: those it
     admits; ``Bmm()`` broadcasts the side that moves fewer bytes, ``Bmm(side)`` that side)."""
@@ -88,35 +107,18 @@ def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None
     def finish(joined):
         return finish_aggregate(joined, g, kernel)[0]
 
-    bm = {}  # broadcast one side; the other partitioned by its group-by (output) dims
-    for side in ("left", "right"):
-        if not want(Bmm(side)):
-            continue
-        other, odims = (
-            (right, range(right.node.type.key_arity)) if side == "left" else (left, range(left.node.type.key_arity))
-        )
-        pos = [join.right_out[d] for d in odims] if side == "left" else list(odims)
-        keep = [i for i, d in enumerate(pos) if d in g] or list(range(len(pos)))
-        onode = place(other, part(keep, other.node.type.frontier))
-        okeys, bkeys = (join.right_keys, join.left_keys) if side == "left" else (join.left_keys, join.right_keys)
-        bnode = broadcast(left if side == "left" else right, None if _same(left, right) else (onode, okeys, bkeys))
-        l, r = (bnode, onode) if side == "left" else (onode, bnode)
-        bm[Bmm(side)] = finish(LocalJoin(l, r, join.left_keys, join.right_keys, kernel=join.kernel))
-    if bm:
+    def mover() -> _Summing:
+        return _Summing(agg, (left, right))
+
+    bm = {Bmm(side): bodies.bmm(agg, mover(), Bmm(side)) for side in SIDES if want(Bmm(side))}
+    if bm:  # the side whose broadcast moves fewer bytes
         chosen = min(bm, key=lambda st: _bytes(bm[st])) if len(bm) > 1 else next(iter(bm))
         cands[chosen] = bm[chosen]
-    lk, rk = join.left_keys, join.right_keys
-    if lk and want(Cmm()):  # co-partition on the join keys
-        l = place(left, part(lk, left.node.type.frontier))
-        r = place(right, part(rk, right.node.type.frontier))
-        cands[Cmm()] = finish(LocalJoin(l, r, lk, rk, join.kernel))
-    keys, mover = (lk, rk), IAMover(join, (left, right))
-    for f, i, side in ((0, 1, "right"), (1, 0, "left")):
-        if not mover.free(f) and want(Align(side)):  # keep a placed side, bring the other to it
-            kept = mover.keep(f)  # the moves of ``join_alone.align_side``
-            moved = mover.align(i, (kept, keys[f], keys[i]))
-            l, r = (kept, moved) if f == 0 else (moved, kept)
-            cands[Align(side)] = finish(LocalJoin(l, r, lk, rk, join.kernel))
+    if want(Cmm()) and (root := bodies.cmm(agg, mover(), Cmm())) is not None:
+        cands[Cmm()] = root
+    for side in ("right", "left"):
+        if want(Align(side)) and (root := bodies.align(agg, mover(), Align(side))) is not None:
+            cands[Align(side)] = root
     if want(Rmm()):  # replicate onto the output-block grid
         cands[Rmm()] = finish(_grid_join(join, left, right, part(g, out)))
     for d in partition_vectors(out, s):
@@ -125,11 +127,6 @@ def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None
             grid = Grid(dims, tuple(d[i] for i in dims))
             cands[EinDecomp(tuple(d))] = finish(_grid_join(join, left, right, grid))
     return cands
-
-
-def _same(left: Alt, right: Alt) -> bool:
-    """One placed relation on both sides of a join (its copies serve both; ``Moves._slot``)."""
-    return left.node is right.node and not left.free
 
 
 def join_alone(join, left: Alt, right: Alt, only: Strategy | None = None) -> dict:
