@@ -121,3 +121,21 @@ def test_internal_map_blocks_results_are_named_by_content():
     assert w1.name != w2.name
     r1, r2 = dask.compute(w1, w2)
     np.testing.assert_array_equal(r2, np.lib.stride_tricks.sliding_window_view(np.arange(10.0) * 2, 3))
+
+
+def test_block_functions_name_their_arrays_by_what_they_compute():
+    """dask's ``same_keys``: the same block function with the same arguments names its array
+    alike, another argument or function otherwise (a kernel is named by its class and fields;
+    functions by content, never by their address)."""
+    x = da.from_array(np.arange(10, dtype="i8"), chunks=2)
+
+    def func(block, block_id=None, c=0):
+        return np.ones_like(block) * sum(block_id) + c
+
+    def other(block, block_id=None, c=0):
+        return np.ones_like(block) * sum(block_id) - c
+
+    names = [x.map_blocks(f, dtype="i8", c=c).name for f, c in ((func, 0), (func, 0), (func, 1), (other, 0))]
+    assert names[0] == names[1] and len(set(names)) == 3
+    assert (x + 1).name == (x + 1).name
+    assert len({(x + 1).name, (x + 2).name, (x * 1).name, (x + 1.0).name, (x + np.float32(1)).name}) == 5

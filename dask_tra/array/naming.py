@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 from dask.base import tokenize
 
 from ..optimizer.cache import type_token
@@ -25,7 +26,40 @@ def _own(node) -> bytes:
     """What one node computes, besides its children: operator, parameters, type, kernel."""
     own = f"{type(node).__name__}|{node.describe()}|".encode() + type_token(node.type)
     kernel = getattr(node, "kernel", None)
-    return own if kernel is None else own + b"|" + tokenize(kernel).encode()
+    return own if kernel is None else own + b"|" + _kernel_token(kernel).encode()
+
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
+
+
+def _kernel_token(kernel) -> str:
+    """A kernel's token: what ``_norm`` writes of it, hashed. dask's own ``tokenize`` of a
+    kernel pickles the whole object (~50 us a node); this reads its fields."""
+    return hashlib.blake2b(_norm(kernel, 0).encode(), digest_size=16).hexdigest()
+
+
+def _norm(v, depth: int) -> str:
+    """An exact text of ``v``: numbers, strings and dtypes by ``repr``; NumPy's own ufuncs by
+    name; sequences and dicts item by item; dask_tra's objects (kernels, key maps, bound
+    functions) by their class and fields, as they compare; anything else (a RelArray, which
+    names itself; functions, by content) by dask's ``tokenize``."""
+    if isinstance(v, _PLAIN):
+        return repr(v)
+    if isinstance(v, (tuple, list)):
+        return f"{type(v).__name__}({','.join(_norm(x, depth) for x in v)})"
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return "dict(" + ",".join(f"{k}={_norm(v[k], depth)}" for k in sorted(v)) + ")"
+    if isinstance(v, np.ufunc) and getattr(np, v.__name__, None) is v:
+        return f"numpy.{v.__name__}"
+    cls = type(v)
+    if depth < 8 and cls.__module__.startswith("dask_tra.") and not hasattr(v, "__dask_tokenize__"):
+        fields = getattr(v, "__dict__", None)
+        if fields is None and hasattr(cls, "__slots__"):
+            fields = {k: getattr(v, k) for k in cls.__slots__ if hasattr(v, k)}
+        if fields is not None:
+            body = ",".join(f"{k}={_norm(fields[k], depth + 1)}" for k in sorted(fields))
+            return f"{cls.__module__}.{cls.__qualname__}({body})"
+    return "token:" + tokenize(v)
 
 
 def expr_token(expr) -> str:

@@ -157,11 +157,6 @@ class Kernel:
         renumbered 0, 1, ... in that order): itself, unless it stores output sizes per block."""
         return self
 
-    def __dask_tokenize__(self) -> tuple:
-        """What dask's ``tokenize`` hashes (array names): the kernel's class and fields; far
-        cheaper than the pickle dask falls back on for a plain object."""
-        return (type(self).__module__, type(self).__qualname__, sorted(vars(self).items(), key=lambda kv: kv[0]))
-
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
 
