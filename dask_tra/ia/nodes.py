@@ -371,7 +371,11 @@ IA_OPERATORS = (Placed, Broadcast, Shuffle, LocalJoin, LocalAggregate, LocalFilt
 
 
 def local_map(child: IANode, op: tra.TupleMap | Expand) -> LocalMap:
-    """A ``LocalMap`` applying the same map as ``op`` (any tuple map, over any input) to ``child``."""
+    """A ``LocalMap`` applying the same map as ``op`` (any tuple map, over any input) to ``child``:
+    ``op`` itself when it reads a relation of ``child``'s type (what a local plan's maps do),
+    else ``op`` rebuilt over a placeholder of that type."""
+    if isinstance(op, tra.TupleMap) and op.children[0].type.same_as(child.type):
+        return LocalMap(child, op)
     return LocalMap(child, op.over(_placeholder(child.type)))
 
 
