@@ -240,7 +240,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     made = {}  # (input name, key, site) -> dask key of an input block made there, read there only
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
     home = {}  # input key read by key -> the sites holding it
-    nbytes = {}  # dask key -> bytes of its chunk
+    nbytes = ChunkBytes()  # dask key -> bytes of its chunk
     light = set()  # dask keys of constant inputs' chunks (views of one value)
     walk = walk_many(roots)
     # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
@@ -278,7 +278,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         avail[(origin, site)] = spec.key
                         reads.add(spec.key)
                         home.setdefault(spec.key, set()).add(site)
-                        nbytes[spec.key] = _chunk_bytes(node.type, key)
+                        nbytes.at[spec.key] = (node.type, key)
                         if (
                             spec.key in external
                             and not is_future(external[spec.key])
@@ -310,7 +310,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         continue
                     g.add(dk, *built, site, products.get(node.uid, False))
                 avail[(origin, site)] = dk
-                nbytes[dk] = _chunk_bytes(node.type, key)
+                nbytes.at[dk] = (node.type, key)
     out_keys = []
     for root, output_name in zip(roots, output_names):
         out_keys.append({})
@@ -360,6 +360,24 @@ def turns(tasks, site, heavy) -> dict:
         for rank, (_, _, dk) in enumerate(members):
             out[dk] = -rank
     return out
+
+
+class ChunkBytes:
+    """dask key -> bytes of its chunk, from the (relation type, key) recorded per task and
+    computed when first read: a local plan moves nothing, and reads only a fold's members."""
+
+    def __init__(self):
+        self.at: dict = {}
+        self._known: dict = {}
+
+    def get(self, dk, default=0) -> int:
+        found = self._known.get(dk)
+        if found is None:
+            where = self.at.get(dk)
+            if where is None:
+                return default
+            found = self._known[dk] = _chunk_bytes(*where)
+        return found
 
 
 def _chunk_bytes(t, key) -> int:
