@@ -218,3 +218,19 @@ def test_stacking_helpers():
     assert_eq(da.dstack([x, x]), np.dstack([a, a]))
     assert_eq(da.atleast_3d(w), np.atleast_3d(v))
     assert_eq(da.atleast_2d(w), np.atleast_2d(v))
+
+
+def test_concatenating_many_arrays_joins_them_as_a_balanced_tree():
+    """Each block is copied log2(n) times, not up to n times as along a chain (xarray stacks a
+    resample's 24 monthly means)."""
+    from dask_tra.array.kernels import Concatenate
+    from dask_tra.tra import Join
+
+    parts = [np.full((2, 3), float(i)) for i in range(24)]
+    y = da.concatenate([da.from_array(p, chunks=(2, 3)) for p in parts])
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), np.concatenate(parts))
+    depth = {}
+    for node in y.expr.walk():
+        below = max((depth.get(id(c), 0) for c in node.children), default=0)
+        depth[id(node)] = below + (isinstance(node, Join) and isinstance(node.kernel, Concatenate))
+    assert max(depth.values()) == 5  # ceil(log2(24))

@@ -60,19 +60,31 @@ def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
         parts.append((r.expr, want[axis]))
         extra.update(r.sources)
     sizes = np.zeros(n, dtype=np.int64)
-    expr, src_of = None, []
-    for e, c in parts:  # where each input element lands in the joined blocks, block-local
+    src_of = []
+    for _, c in parts:  # where each input element lands in the joined blocks, block-local
         src_of.append([sizes[k] + np.arange(c[k]) for k in range(n)])
         sizes = sizes + np.asarray(c)
-        if expr is None:
-            expr = e
-            continue
-        expr = Join(expr, e, range(nd), range(nd), Concatenate(axis, sizes))
+    expr = _joined([(e, np.asarray(c, dtype=np.int64)) for e, c in parts], axis, nd)
     starts = offsets(sizes)
     src = np.concatenate([starts[k] + loc for locs in src_of for k, loc in enumerate(locs)])
     out_chunks = tuple(c for a in arrays for c in a.chunks[axis] if c) or (0,)
     g = gather(wrap(expr, *arrays, extra=extra), axis, src, out_chunks)
     return wrap(g.expr, *arrays, extra={**extra, **g.sources})
+
+
+def _joined(parts, axis, nd):
+    """The parts' blocks concatenated in order, block row by block row: a balanced tree of
+    concatenating joins (each element is copied log2(len(parts)) times, not up to len(parts)
+    times as along a chain: xarray stacks a resample's 24 monthly means)."""
+    while len(parts) > 1:
+        paired = []
+        for i in range(0, len(parts) - 1, 2):
+            (left, ls), (right, rs) = parts[i], parts[i + 1]
+            paired.append((Join(left, right, range(nd), range(nd), Concatenate(axis, ls + rs)), ls + rs))
+        if len(parts) % 2:
+            paired.append(parts[-1])
+        parts = paired
+    return parts[0][0]
 
 
 def concat(arrays, /, *, axis=0):
