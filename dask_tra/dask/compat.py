@@ -108,6 +108,28 @@ HOOKS: dict[str, Hook] = {
         "the memory-peaks plugin: managed memory held by the worker",
         lambda w: w.state.nbytes,
     ),
+    "worker_memory_manager": Hook(
+        "worker",
+        "Worker.memory_manager (memory_limit, memory_spill_fraction, memory_target_fraction)",
+        "spilling as dask_tra's tasks end: the worker's own thresholds",
+        lambda w: (
+            w.memory_manager.memory_limit,
+            w.memory_manager.memory_spill_fraction,
+            w.memory_manager.memory_target_fraction,
+        ),
+    ),
+    "worker_process_memory": Hook(
+        "worker",
+        "Worker.monitor.get_process_memory",
+        "spilling as dask_tra's tasks end: the process memory the thresholds apply to",
+        lambda w: w.monitor.get_process_memory,
+    ),
+    "worker_task_annotations": Hook(
+        "worker",
+        "Worker.state.tasks[key].annotations",
+        "spilling as dask_tra's tasks end: which tasks are dask_tra's",
+        lambda w: w.state.tasks,
+    ),
     "transfer_incoming_log": Hook(
         "worker",
         "Worker.transfer_incoming_log",
@@ -218,6 +240,21 @@ def worker_periodic_callbacks(worker) -> dict:
 
 def worker_nbytes(worker) -> int:
     return int(_get("worker_nbytes", worker))
+
+
+def worker_spill_thresholds(worker) -> tuple:
+    """(memory_limit, spill fraction, target fraction) of the worker's memory manager (a
+    fraction may be False: disabled; the limit None or 0: no limit)."""
+    return _get("worker_memory_manager", worker)
+
+
+def worker_process_memory(worker) -> int:
+    return int(_get("worker_process_memory", worker)())
+
+
+def worker_task_annotations(worker, key) -> dict:
+    ts = _get("worker_task_annotations", worker).get(key)
+    return (getattr(ts, "annotations", None) or {}) if ts is not None else {}
 
 
 def transfer_incoming_log(worker):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from . import compat
+from . import compat, spill
 from .dispatch import register_worker_dispatch
 from .plugin import HOLD_OP, NAME, RATES_OP, SNAPSHOT_OP, DaskTraPlugin, read_rates, read_snapshot
 
@@ -44,13 +44,15 @@ class Session:
         return self.installed_on is not None and self.installed_on == self.client.scheduler.address
 
     def install(self, backends=()) -> None:
-        """Register dask_tra's scheduler plugin (once per scheduler address; the scheduler keeps
-        the first registration of any client) and the worker dispatch of chunk ``backends``
+        """Register dask_tra's scheduler plugin and its spilling worker plugin (``spill.py``)
+        (once per scheduler address; the scheduler keeps the first registration of any client)
+        and the worker dispatch of chunk ``backends``
         (besides NumPy's, once per backend)."""
         client = self.client
         if not self.installed:
             compat.require(client, "client")
             client.register_plugin(DaskTraPlugin(), name=NAME)
+            spill.install(client)
             self.installed_on = client.scheduler.address
         if backends:
             register_worker_dispatch(client, backends)
@@ -110,6 +112,8 @@ def install(client=None, backends=("numpy",)) -> None:
     - the scheduler plugin ``dask-tra``: the memory-manager policy ``KeepPinnedReplicas`` in
       place of ``ReduceReplicas``, the re-pinning of dask_tra's tasks when a worker leaves, the
       placement and rates handlers (``docs/reliability.md``, "What dask_tra installs");
+    - the worker plugin ``dask-tra-spill`` (``spill.py``): at the end of each of dask_tra's tasks,
+      results spilled to disk as the worker's memory monitor would at its next tick;
     - for chunk ``backends`` other than NumPy (``"torch"``, ``"cupy"``), a worker plugin
       installing their ``sizeof``, concatenation and serialization on every worker.
 
