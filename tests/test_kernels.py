@@ -72,3 +72,16 @@ def test_a_matrix_product_is_known_by_its_structure_not_its_letters(subscripts, 
         a = np.arange(24.0).reshape(2, 3, 4)
         b = np.arange(20.0).reshape(4, 5)
     np.testing.assert_allclose(k(a, b), np.einsum(subscripts, a, b))
+
+
+def test_kernels_compare_by_what_they_compute_not_by_their_name():
+    """A kernel named like one of the TRA's is another kernel: it gets neither its partial
+    derivatives (a gradient would be silently wrong) nor its place in a table."""
+    from dask_tra.tra.vjp import partials_for
+
+    fake = K.Elementwise("add", lambda xp, a, b: a * b, 2)
+    assert fake != K.add and len({fake, K.add}) == 2
+    assert partials_for(K.add) is not None and partials_for(fake) is None
+    assert K.Einsum("ij,jk->ik", combine=fake) != K.Einsum("ij,jk->ik", combine=K.add)
+    assert K.Einsum("ij,jk->ik", combine=K.add) == K.Einsum("ij,jk->ik", combine=K.add)
+    assert cloudpickle.loads(cloudpickle.dumps(K.add)) == K.add

@@ -292,11 +292,6 @@ class Elementwise(Kernel):
     def out_dtype(self, *dtypes: Any) -> np.dtype:
         return self._dtype if self._dtype is not None else np.result_type(*dtypes)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Elementwise) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(("elementwise", self.name))
 
 
 def _add(xp: Any, a: Any, b: Any) -> Any:
@@ -441,11 +436,6 @@ class Einsum(Kernel):
         contracted = any(l not in self.output for l in ext)
         return (2 if contracted else 1) * math.prod(ext.values())
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Einsum) and other.name == self.name and other.subscripts == self.subscripts
-
-    def __hash__(self) -> int:
-        return hash(("einsum", self.name, self.subscripts))
 
 
 def _is_matmul(inputs: tuple, out: str) -> bool:
