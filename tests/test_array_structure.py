@@ -234,3 +234,16 @@ def test_concatenating_many_arrays_joins_them_as_a_balanced_tree():
         below = max((depth.get(id(c), 0) for c in node.children), default=0)
         depth[id(node)] = below + (isinstance(node, Join) and isinstance(node.kernel, Concatenate))
     assert max(depth.values()) == 5  # ceil(log2(24))
+
+
+def test_the_real_part_of_real_data_is_the_data():
+    """NumPy's ``.real`` of real data is the data; xarray asks every array for ``.real`` when it
+    checks its type, so it must cost no operation."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = da.from_array(a, chunks=2) + 1
+    assert x.real.expr is x.expr and x.real.dtype == x.dtype
+    assert_eq(x.real, a + 1)
+    c = da.from_array(a + 1j * a, chunks=2)
+    assert_eq(c.real, a)
+    assert_eq(c.imag, a)
+    assert_eq(x.imag, np.zeros_like(a))
