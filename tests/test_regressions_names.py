@@ -139,3 +139,23 @@ def test_block_functions_name_their_arrays_by_what_they_compute():
     assert names[0] == names[1] and len(set(names)) == 3
     assert (x + 1).name == (x + 1).name
     assert len({(x + 1).name, (x + 2).name, (x * 1).name, (x + 1.0).name, (x + np.float32(1)).name}) == 5
+
+
+def _twice(block):
+    return block * 2
+
+
+def _thrice(block):
+    return block * 3
+
+
+def test_module_functions_name_arrays_by_their_import_path():
+    """A function its module exports (outside ``__main__``) is named by its import path, as
+    dask's pickle by reference; two such functions never share a name."""
+    from dask_tra.array.naming import _norm
+
+    x = da.from_array(np.arange(10.0), chunks=5)
+    assert _norm(_twice, 0) == f"function:{__name__}._twice"
+    assert x.map_blocks(_twice).name == x.map_blocks(_twice).name
+    assert x.map_blocks(_twice).name != x.map_blocks(_thrice).name
+    np.testing.assert_array_equal((x.map_blocks(_twice) + x.map_blocks(_thrice)).compute(), np.arange(10.0) * 5)

@@ -13,6 +13,8 @@ built on it."""
 from __future__ import annotations
 
 import hashlib
+import sys
+import types
 
 import numpy as np
 from dask.base import tokenize
@@ -51,6 +53,8 @@ def _norm(v, depth: int) -> str:
         return "dict(" + ",".join(f"{k}={_norm(v[k], depth)}" for k in sorted(v)) + ")"
     if isinstance(v, np.ufunc) and getattr(np, v.__name__, None) is v:
         return f"numpy.{v.__name__}"
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)) and _importable(v):
+        return f"function:{v.__module__}.{v.__qualname__}"  # as dask's pickle by reference
     cls = type(v)
     if depth < 8 and cls.__module__.startswith("dask_tra.") and not hasattr(v, "__dask_tokenize__"):
         fields = getattr(v, "__dict__", None)
@@ -60,6 +64,18 @@ def _norm(v, depth: int) -> str:
             body = ",".join(f"{k}={_norm(fields[k], depth + 1)}" for k in sorted(fields))
             return f"{cls.__module__}.{cls.__qualname__}({body})"
     return "token:" + tokenize(v)
+
+
+def _importable(fn) -> bool:
+    """Whether ``fn`` is the object its module and qualified name lead to, outside ``__main__``
+    (where a redefinition keeps the name): then the name says which function it is."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if module in (None, "__main__") or "<" in qualname:
+        return False
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj is fn
 
 
 def expr_token(expr) -> str:
