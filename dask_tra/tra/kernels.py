@@ -293,7 +293,6 @@ class Elementwise(Kernel):
         return self._dtype if self._dtype is not None else np.result_type(*dtypes)
 
 
-
 def _add(xp: Any, a: Any, b: Any) -> Any:
     return a + b
 
@@ -435,7 +434,6 @@ class Einsum(Kernel):
             ext.update(zip(labels, shape))
         contracted = any(l not in self.output for l in ext)
         return (2 if contracted else 1) * math.prod(ext.values())
-
 
 
 def _is_matmul(inputs: tuple, out: str) -> bool:
