@@ -102,3 +102,26 @@ def test_substitute_makes_one_expression_of_a_chain_of_lineages():
     assert out.children[0] is out.children[1] and out.children[0].children[0] is A
     with pytest.raises(TRAError, match="its substitute reads it"):
         substitute(Input("h", t), {"h": step("h")})
+
+
+def test_a_filter_asks_each_part_of_its_predicate_once_per_value_it_reads():
+    """A Filter's keys are exactly those its predicate keeps; a conjunction is asked part by part,
+    each part once per value of the dims it declares (not once per key)."""
+    from dask_tra.tra import Filter, Input, RelationType
+    from dask_tra.tra.keyfuncs import KeyPred
+
+    calls = []
+
+    def rows(key):
+        calls.append(key)
+        return key[0] % 3 != 1
+
+    def cols(key):
+        calls.append(key)
+        return key[1] in (0, 4, 7)
+
+    t = RelationType.from_chunks(((2,) * 20, (3,) * 9), np.float64)
+    both = KeyPred.conjunction(KeyPred(cols, "cols", frozenset({1})), KeyPred(rows, "rows", frozenset({0})))
+    f = Filter(Input("x", t), both)
+    assert f.type.keys == frozenset((i, j) for i in range(20) for j in range(9) if i % 3 != 1 and j in (0, 4, 7))
+    assert len(calls) == 20 + 9

@@ -374,21 +374,25 @@ class Filter(TupleMap):
 
 
 def _kept(t: RelationType, predicate: KeyPred) -> list:
-    """The keys of ``t`` that ``predicate`` keeps, asking it once per value of the dims it reads
-    (a slice of a 400-block array asks 20 times, not 400, through its chain of key maps)."""
-    dims = predicate.dims
-    if dims is None or len(dims) == t.key_arity:
-        return [k for k in t.iter_keys() if predicate(k)]
-    read = tuple(sorted(dims))
-    said: dict = {}
-    kept = []
-    for k in t.iter_keys():
-        at = tuple(k[d] for d in read)
-        keep = said.get(at)
-        if keep is None:
-            keep = said[at] = bool(predicate(k))
-        if keep:
-            kept.append(k)
+    """The keys of ``t`` that ``predicate`` keeps. A conjunction is tested part by part, each part
+    once per value of the dims it reads (a slice of a 400-block array asks 20 times, not 400,
+    through its chain of key maps)."""
+    kept = list(t.iter_keys())
+    for pred in predicate.conjuncts():
+        if pred.dims is None:
+            kept = [k for k in kept if pred(k)]
+            continue
+        read = tuple(sorted(pred.dims))
+        said: dict = {}
+        out = []
+        for k in kept:
+            at = tuple(k[d] for d in read)
+            keep = said.get(at)
+            if keep is None:
+                keep = said[at] = bool(pred(k))
+            if keep:
+                out.append(k)
+        kept = out
     return kept
 
 

@@ -99,6 +99,14 @@ class KeyPred:
         dims = None if first.dims is None or then.dims is None else first.dims | then.dims
         return cls(Bound(both, first, then), f"{first}∧{then}", dims)
 
+    def conjuncts(self) -> tuple:
+        """The predicates this one is the conjunction of, in the order they are tested (itself
+        alone when it is no conjunction)."""
+        if isinstance(self.fn, Bound) and self.fn.fn is both:
+            first, then = self.fn.params
+            return then.conjuncts() + first.conjuncts()
+        return (self,)
+
     @classmethod
     def reindexed(cls, pred: "KeyPred", source: dict, arity: int) -> "KeyPred":
         """``pred`` read through a dim map: it sees a key of ``arity`` dims whose dim d is
