@@ -119,7 +119,8 @@ class Strategy:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        STRATEGIES.append(cls)
+        if not cls.__name__.startswith("_"):  # a shared base (``_Sided``) plans nothing itself
+            STRATEGIES.append(cls)
 
     @property
     def name(self) -> str:
@@ -242,18 +243,18 @@ class TwoPhase(Strategy):
 
 
 @dataclass(frozen=True)
-class Align(Strategy):
-    """Keep the placed side where it is, send the ``side`` input to its partners' sites."""
+class _Sided(Strategy):
+    """A strategy whose parameter is one input of a join, ``side``; named ``<prefix>-<side>``."""
 
-    kinds = frozenset({OperatorKind.CONTRACTION, OperatorKind.JOIN})
-    side: str = "right"
+    prefix: ClassVar[str] = ""
+    side: str = "left"
 
     def __post_init__(self):
         _check_side(self, self.side)
 
     @property
     def name(self) -> str:
-        return f"align-{self.side}"
+        return f"{self.prefix}-{self.side}"
 
     @classmethod
     def variants(cls, node, s):
@@ -265,26 +266,20 @@ class Align(Strategy):
 
 
 @dataclass(frozen=True)
-class Bcast(Strategy):
+class Align(_Sided):
+    """Keep the placed side where it is, send the ``side`` input to its partners' sites."""
+
+    kinds = frozenset({OperatorKind.CONTRACTION, OperatorKind.JOIN})
+    prefix = "align"
+    side: str = "right"
+
+
+@dataclass(frozen=True)
+class Bcast(_Sided):
     """A join alone: the ``side`` input to every site holding a partner of the other's."""
 
     kinds = frozenset({OperatorKind.JOIN})
-    side: str = "left"
-
-    def __post_init__(self):
-        _check_side(self, self.side)
-
-    @property
-    def name(self) -> str:
-        return f"bcast-{self.side}"
-
-    @classmethod
-    def variants(cls, node, s):
-        return tuple(cls(side) for side in SIDES)
-
-    @classmethod
-    def named(cls):
-        return tuple(cls(side) for side in SIDES)
+    prefix = "bcast"
 
 
 @dataclass(frozen=True)
