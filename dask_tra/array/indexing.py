@@ -256,7 +256,7 @@ def _narrow_generated(x, entries):
 
 def _narrow_derived(x, entries):
     """When ``x`` is computed: ``x`` with only the blocks ``entries`` touch along each axis
-    (``rechunk.keep_blocks``, one axis after the other, below every gather), and the entries
+    (``tra.expr.keep_blocks``, one axis after the other, below every gather), and the entries
     renumbered to it. The rewrite pass moves each axis' cut toward the inputs, so a corner of
     ``x + x.T`` computes the blocks of the corner."""
     if not x.expr.children:
