@@ -291,7 +291,7 @@ ROUNDS = 3  # passes at most: a pass that cuts shared results gives the next mor
 def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
     """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
     merged before and after; then, where every reader of a shared result filters it, the
-    result is cut to the keys some reader keeps (``_cut_shared``) and the pass runs again.
+    result is cut to the box of blocks they keep (``_cut_shared``) and the pass runs again.
     Each result has its expression's exact type."""
     exprs = tuple(exprs)
     for _ in range(ROUNDS):
@@ -305,43 +305,43 @@ def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Ex
 
 def _cut_shared(exprs: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
     """Where a computed result is read by several operators, all Filters (a slice of ``x + x.T``
-    reads ``x`` twice): the result cut to the box of blocks some reader keeps, each dim's kept
+    reads ``x`` twice): the result cut to the box of blocks its readers keep, each dim's kept
     blocks renumbered (``keep_blocks``: the next pass moves that pair below the result) and
     numbered back, so each reader filters what it did. None when there is no such result."""
-    readers: dict[int, list] = {}
     order = walk_many(exprs)
+    readers: dict[int, list] = {}
     for node in order:
         for c in node.children:
             readers.setdefault(id(c), []).append(node)
     roots = {id(e) for e in exprs}
-    cuts: dict[int, Expr] = {}
-    for node in order:
-        users = readers.get(id(node), ())
-        if len(users) < 2 or not node.children or id(node) in roots:
-            continue
-        if not all(isinstance(u, tra.Filter) and u.predicate.dims is not None for u in users):
-            continue
-        preds = [u.predicate for u in users]
-        kept = [k for k in node.type.iter_keys() if any(p(k) for p in preds)]
-        box = [sorted({k[d] for k in kept}) for d in range(node.type.key_arity)]
-        if not kept or all(len(b) == f for b, f in zip(box, node.type.frontier)):
-            continue
-        cut: Expr = node
-        for d, b in enumerate(box):
-            if len(b) < node.type.frontier[d]:
-                cut = keep_blocks(cut, d, b)
-        for d, b in enumerate(box):
-            if len(b) < node.type.frontier[d]:
-                cut = tra.ReKey(cut, KeyMap.renumbering(d, dict(enumerate(b)), node.type.key_arity))
-        cuts[id(node)] = cut
-    if not cuts:
-        return None
-    done: dict[int, Expr] = {}
+    read: dict[int, Expr] = {}  # id -> what its readers now read (it rebuilt, maybe cut)
+    changed = False
     for node in order:  # children first
-        kids = tuple(cuts.get(id(c), done[id(c)]) if id(node) not in cuts else done[id(c)] for c in node.children)
-        done[id(node)] = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
-    out = tuple(done[id(e)] for e in exprs)
-    return out if all(o.type.same_as(e.type) for o, e in zip(out, exprs)) else None
+        kids = tuple(read[id(c)] for c in node.children)
+        new = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
+        users = readers.get(id(node), ())
+        if len(users) > 1 and node.children and id(node) not in roots and all(isinstance(u, tra.Filter) for u in users):
+            cut = _box_cut(new, users)
+            changed = changed or cut is not new
+            new = cut
+        read[id(node)] = new
+    out = tuple(read[id(e)] for e in exprs)
+    return out if changed and all(o.type.same_as(e.type) for o, e in zip(out, exprs)) else None
+
+
+def _box_cut(node: Expr, filters: list) -> Expr:
+    """``node`` keeping the box of blocks the ``filters`` keep (their types hold those keys),
+    numbered as before; ``node`` itself when the box is all of it."""
+    t = node.type
+    box = [sorted({k[d] for f in filters for k in f.type.iter_keys()}) for d in range(t.key_arity)]
+    cut_dims = [d for d, b in enumerate(box) if len(b) < t.frontier[d]]
+    if not cut_dims or any(not b for b in box):
+        return node
+    for d in cut_dims:
+        node = keep_blocks(node, d, box[d])
+    for d in cut_dims:
+        node = tra.ReKey(node, KeyMap.renumbering(d, dict(enumerate(box[d])), t.key_arity))
+    return node
 
 
 def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Expr, ...]:
