@@ -175,7 +175,7 @@ class ClientTimers:
 
     def __enter__(self):
         import importlib
-        for modname, plan_fn in (("dask_tra.dask.collection", "plan_many"),):
+        for modname, plan_fn in (("dask_tra.runtime.collection", "plan_many"),):
             try:
                 mod = importlib.import_module(modname)
             except ImportError:

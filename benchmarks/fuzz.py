@@ -31,7 +31,7 @@ def expected_errors():
     (docs/reliability.md). Counted by type in the report, never silently."""
     from distributed.client import FutureCancelledError, FuturesCancelledError
 
-    from dask_tra.dask.recovery import InputLostError
+    from dask_tra.runtime.recovery import InputLostError
     from dask_tra.optimizer import MemoryLimitError
     return (MemoryLimitError, InputLostError, FutureCancelledError, FuturesCancelledError)
 

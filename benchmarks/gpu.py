@@ -12,7 +12,7 @@ and exit with status 2.
   reading the same persisted inputs.
 
 Every row gives the median time, TFLOP/s, the bytes moved between workers (``measure()``) and
-the host↔device copies made by the chunk serializers (``dask_tra.dask.dispatch.transfers``,
+the host↔device copies made by the chunk serializers (``dask_tra.runtime.dispatch.transfers``,
 summed over the workers and the client). GPU kernels run asynchronously, so each timed region
 ends with a device synchronization on every worker. Inputs are made afresh (same seeds, new
 keys) before every run, so no replica left by an earlier run saves a transfer. Results are
@@ -67,12 +67,12 @@ def synchronize(names=("cupy", "torch")):
 
 
 def _reset_transfers():
-    from dask_tra.dask import dispatch
+    from dask_tra.runtime import dispatch
     dispatch.reset_transfers()
 
 
 def _transfers():
-    from dask_tra.dask import dispatch
+    from dask_tra.runtime import dispatch
     return dispatch.transfers()
 
 

@@ -1,5 +1,5 @@
 """``python -m benchmarks memory``: computations larger than the cluster's memory, dask_tra against
-dask.array, with each worker's peak of managed memory measured (``dask_tra/dask/memory.py``).
+dask.array, with each worker's peak of managed memory measured (``dask_tra/runtime/memory.py``).
 
 Each (computation, library) runs in a child process of its own, on a fresh LocalCluster
 (``--workers`` worker processes of ``--threads`` threads, ``--limit`` memory each): nothing of one
@@ -169,7 +169,7 @@ def child(spec: dict) -> dict:
     ``spec["out"]`` (a .npy file) when there is one."""
     from distributed import Client, LocalCluster, wait
 
-    from dask_tra.dask import memory
+    from dask_tra.runtime import memory
 
     name, library, dims = spec["name"], spec["library"], spec["dims"]
     row = dict(name=name, library=library, outcome="ok", seconds=None, predicted_peak=None)

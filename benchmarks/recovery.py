@@ -9,7 +9,7 @@ LocalCluster of ``--workers`` single-thread worker processes; the result is chec
 
 dask.array recomputes the lost blocks from the tasks the scheduler keeps (a chain as long as the
 loop, per lost block). dask_tra's from_array blocks are scattered (no task), so the scheduler
-cancels the lost blocks; dask_tra recomputes them from the lineage it keeps (``dask/recovery.py``):
+cancels the lost blocks; dask_tra recomputes them from the lineage it keeps (``runtime/recovery.py``):
 one expression of the chain, planned once, culled to the lost blocks.
 """
 from __future__ import annotations

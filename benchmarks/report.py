@@ -407,7 +407,7 @@ def describe_rates(rates: dict) -> str:
 
 
 def rates_line(meta) -> str:
-    """The rates the plans were costed with (``dask_tra.dask.rates``), probed on the run's cluster."""
+    """The rates the plans were costed with (``dask_tra.runtime.rates``), probed on the run's cluster."""
     rates = meta.get("rates")
     return f"- time objective's rates (probed on this cluster): {describe_rates(rates)}" if rates else "- rates: not recorded"
 

@@ -271,7 +271,7 @@ def rebalance_irregular(client, x):
     recorded worker, and all compare their plans on one placement."""
     from distributed import futures_of
 
-    from dask_tra.dask.session import ensure_installed
+    from dask_tra.runtime.session import ensure_installed
     futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
     ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
     client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])
@@ -298,10 +298,10 @@ def rebalance_irregular(client, x):
 
 def _hold(dask_scheduler, keys):
     """On the scheduler: keep the active memory manager from dropping any replica of ``keys`` for
-    a while (dask_tra's policy, ``dask_tra.dask.amm``). A move copies a block, then deletes the
+    a while (dask_tra's policy, ``dask_tra.runtime.amm``). A move copies a block, then deletes the
     sender's copy; at 250 Mbit/s the policy could drop the new copy in between, and the block
     was lost and recomputed."""
-    from dask_tra.dask.plugin import NAME
+    from dask_tra.runtime.plugin import NAME
     dask_scheduler.plugins[NAME].holds.hold(keys, seconds=120.0)
 
 

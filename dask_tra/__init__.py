@@ -9,8 +9,8 @@ from .array import *  # noqa: F401,F403 (the dask.array-style namespace, also at
 from .array import __all__ as _array_all
 from .array.core import RelArray
 from .autodiff import grad, value_and_grad
-from .dask.rates import calibrate
-from .dask.session import install
+from .runtime.rates import calibrate
+from .runtime.session import install
 
 __version__ = "0.1.0"
 

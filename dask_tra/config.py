@@ -19,7 +19,7 @@
   link, seconds of scheduling per task, flops/s per worker); None: what the connected cluster
   knows, when ``probe_rates`` is true (the default): the rates ``dask_tra.calibrate(client)``
   last measured and stored on its scheduler, else the scheduler's bandwidth estimate
-  (``dask_tra.dask.rates``); else the defaults of ``optimizer.Rates``. Planning never runs a
+  (``dask_tra.runtime.rates``); else the defaults of ``optimizer.Rates``. Planning never runs a
   task to measure them. Every other field of ``optimizer.Rates`` (the constants of
   registered cost terms) is a setting too, under its own name; None: ``Rates``' default.
 - ``threads``: tasks one worker runs at once, for the memory estimate (``optimizer/memory.py``:

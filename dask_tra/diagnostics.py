@@ -56,7 +56,7 @@ class measure:
     ``m.seconds``: the block's wall time. Each RelArray's ``explain()`` shows the measured bytes
     and time too when it was the only plan computed in the block.
 
-    ``measure(memory=True)`` measures memory too (the worker plugin of ``dask/memory.py``,
+    ``measure(memory=True)`` measures memory too (the worker plugin of ``runtime/memory.py``,
     installed by the first such measure): ``m.memory`` is, per worker, its peak managed memory
     (``peak_bytes``: task results held in RAM), its peak process memory and that peak above the
     process memory it had when the block began (``process_bytes_above_start``: what the block's
@@ -71,7 +71,7 @@ class measure:
     def __init__(self, client=None, memory=False):
         self.client = client
         self.measure_memory = memory
-        self.memory = None  # per worker, with ``memory=True``: its peaks (``dask/memory.py: peaks``)
+        self.memory = None  # per worker, with ``memory=True``: its peaks (``runtime/memory.py: peaks``)
         self.peak_memory = self.process_memory = None
         self.explains = []
         self.computed = []
@@ -97,7 +97,7 @@ class measure:
         # A ``dask_tra.calibrate()`` called inside counts in ``other_bytes`` (its keys are no plan's).
         self.marks = self.client.run(_log_mark)
         if self.measure_memory:
-            from .dask import memory
+            from .runtime import memory
 
             self.memory_start = memory.reset(self.client)
         _ACTIVE.append(self)
@@ -132,7 +132,7 @@ class measure:
         return False
 
     def _read_memory(self):
-        from .dask import memory
+        from .runtime import memory
 
         rows = memory.peaks(self.client)
         for w, r in rows.items():
@@ -171,7 +171,7 @@ def _log_mark(dask_worker):
     """The newest entry of the worker's incoming transfer log (its id; None if empty). Entries
     after it are this measurement's: marking by position, not by clock, since the workers'
     clock offsets (``scheduler_delay``) drift under load."""
-    from .dask import compat
+    from .runtime import compat
 
     log = compat.transfer_incoming_log(dask_worker)
     return id(log[-1]) if log else None
@@ -180,7 +180,7 @@ def _log_mark(dask_worker):
 def _incoming_since(marks, workers, reads, outputs, dask_worker):
     """(bytes received from other workers since the mark, whether the bounded log still holds
     the mark, the part of those bytes carrying keys that are not a plan's)."""
-    from .dask import compat
+    from .runtime import compat
 
     mark = marks[dask_worker.address]
     log = compat.transfer_incoming_log(dask_worker)
@@ -202,7 +202,7 @@ def _incoming_since(marks, workers, reads, outputs, dask_worker):
 def _is_plan_key(key, outputs) -> bool:
     """A plan's task (named by ``emit``: ``is_plan_name``), a result block, or a block dask_tra
     placed itself (``tra-scattered-…``)."""
-    from .dask.emit import is_plan_name
+    from .runtime.emit import is_plan_name
 
     name = key[0] if isinstance(key, tuple) else key
     return isinstance(name, str) and (is_plan_name(name) or name.startswith("tra-") or name in outputs)

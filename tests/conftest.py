@@ -48,7 +48,7 @@ def _with_chunk_backend(request, chunk_backend):
     import numpy as np
 
     import dask_tra
-    from dask_tra.dask import sources
+    from dask_tra.runtime import sources
 
     original = sources.ArraySource.__init__
     lib = backends.get(chunk_backend)

@@ -10,7 +10,7 @@ import pytest
 from distributed import Client, LocalCluster, futures_of, wait
 
 import dask_tra as dt
-from dask_tra.dask.recovery import InputLostError
+from dask_tra.runtime.recovery import InputLostError
 
 N = 3
 
@@ -71,7 +71,7 @@ def test_recovery_finds_scattered_blocks_lost_by_a_cached_plan(cc):
     """A plan scattered client blocks, then a worker holding some died: recovery (what a
     cancelled run calls) sees the loss in the cached plan, drops the plan, and the next
     compute scatters again."""
-    from dask_tra.dask import recovery
+    from dask_tra.runtime import recovery
     cluster, client = cc
     a = np.random.default_rng(3).standard_normal((240, 180))
     z = dt.from_array(a, chunks=(70, 50)) @ dt.from_array(a.T.copy(), chunks=(50, 70))
@@ -193,7 +193,7 @@ def test_results_right_while_workers_spill(tmp_path):
 def test_scatter_to_a_worker_that_left_is_named_for_a_replan(cc):
     """The scheduler forgets a worker between planning and scattering: the scatter raises
     SiteGone (which compute answers by planning again), not the scheduler's bare KeyError."""
-    from dask_tra.dask.sources import ArraySource, SiteGone
+    from dask_tra.runtime.sources import ArraySource, SiteGone
     cluster, client = cc
     src = ArraySource(np.arange(12.0).reshape(3, 4), chunks=2)
     with pytest.raises(SiteGone, match="tcp://127.0.0.1:9"):
@@ -202,7 +202,7 @@ def test_scatter_to_a_worker_that_left_is_named_for_a_replan(cc):
 
 def _cancelled(x, deadline_s=30):
     """The block keys of persisted ``x`` whose futures the cluster lost, once it says so."""
-    from dask_tra.dask.recovery import lost_futures
+    from dask_tra.runtime.recovery import lost_futures
     [src] = x.sources.values()
     deadline = time.time() + deadline_s
     while not lost_futures(src) and time.time() < deadline:
@@ -240,8 +240,8 @@ def test_deep_lineage_recovers_what_was_lost(cc):
 def _on_cluster(src, client, want, deadline_s=30):
     """The names of ``src``'s persisted ancestors whose blocks are all in memory, once they are
     ``want`` (released futures leave the scheduler a moment later)."""
-    from dask_tra.dask.recovery import ancestors
-    from dask_tra.dask.session import query_snapshot
+    from dask_tra.runtime.recovery import ancestors
+    from dask_tra.runtime.session import query_snapshot
     chain = ancestors(src)
     deadline = time.time() + deadline_s
     while True:
@@ -256,7 +256,7 @@ def test_recovery_starts_from_the_nearest_ancestor_on_the_cluster(cc):
     """Recomputing a persisted generation starts from the nearest persisted ancestor whose
     blocks someone still holds on the cluster, not from the root of the chain; once that
     ancestor is released, from the root (the client array)."""
-    from dask_tra.dask import recovery
+    from dask_tra.runtime import recovery
     cluster, client = cc
     a = np.random.default_rng(6).standard_normal((60, 40))
     x = dt.from_array(a, chunks=20)

@@ -98,7 +98,7 @@ def test_an_asynchronous_clients_results_are_planned_not_read_from_futures():
     releases run): its outputs are planned, whatever its futures say, and its loop is not called."""
     from types import SimpleNamespace
 
-    from dask_tra.dask.collection import _live_outputs
+    from dask_tra.runtime.collection import _live_outputs
 
     keys = [("tra-out-x", 0), ("tra-out-x", 1)]
     calls = []
@@ -132,7 +132,7 @@ def test_type_checks_and_metadata_plan_nothing(monkeypatch, ab):
     from dask.base import is_dask_collection
     from xarray.namedarray.utils import is_duck_dask_array
 
-    from dask_tra.dask.collection import DaskCollection
+    from dask_tra.runtime.collection import DaskCollection
 
     made = []
     make = DaskCollection._make_plan

@@ -1,4 +1,4 @@
-"""Every private distributed API dask_tra uses (``dask_tra/dask/compat.py``) is there.
+"""Every private distributed API dask_tra uses (``dask_tra/runtime/compat.py``) is there.
 
 One test per hook, on a live scheduler, worker and client of one in-process LocalCluster: if
 a distributed release renames or drops the attribute a hook reads, its test fails (and
@@ -10,7 +10,7 @@ import distributed
 import pytest
 from distributed import Client, LocalCluster
 
-from dask_tra.dask import compat
+from dask_tra.runtime import compat
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_a_missing_hook_names_the_distributed_version():
 
 
 def test_the_plugin_refuses_a_scheduler_without_its_hooks():
-    from dask_tra.dask.plugin import DaskTraPlugin
+    from dask_tra.runtime.plugin import DaskTraPlugin
 
     with pytest.raises(compat.MissingHook, match="Scheduler.stream_handlers"):
         DaskTraPlugin().start(types.SimpleNamespace(handlers={}))

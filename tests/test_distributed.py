@@ -187,7 +187,7 @@ def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
     dashboard prefix ``dask_tra-calibrate``."""
     from dask.utils import key_split
 
-    from dask_tra.dask import rates
+    from dask_tra.runtime import rates
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     with dt.diagnostics.measure() as m, get_task_stream(client) as ts:
         rates._pinned_graph_seconds(client, workers, 40)
@@ -202,7 +202,7 @@ def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
 
 
 def test_rates_are_measured_when_asked_and_planned_with(client):
-    from dask_tra.dask import rates
+    from dask_tra.runtime import rates
     measured = rates.measure(client, sorted(client.scheduler_info(n_workers=-1)["workers"]))
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
     assert all(np.isfinite(v) and v > 0 for v in measured.values())
@@ -224,7 +224,7 @@ def test_rates_are_measured_when_asked_and_planned_with(client):
 
 
 def test_is_future_is_a_type_check(client):
-    from dask_tra.dask.sources import is_future
+    from dask_tra.runtime.sources import is_future
 
     class Future:  # a class of the same name, with a key, is not a distributed.Future
         key = "x"
@@ -238,7 +238,7 @@ def test_one_placement_query_per_compute(client, monkeypatch):
     """dask asks a collection for its graph 3-4 times in one compute; the scheduler is asked
     where the inputs are once. A plan asked for outside a compute asks anew (workers may have
     come or gone)."""
-    from dask_tra.dask import collection
+    from dask_tra.runtime import collection
     x = dt.random.random((200, 40), chunks=50, seed=1).persist()
     wait(x)
     asked = []

@@ -14,7 +14,7 @@ from distributed import Event, Future, futures_of, wait
 
 import dask_tra as dt
 from benchmarks.tasks import graph_tasks
-from dask_tra.dask.emit import MAX_DEPTH
+from dask_tra.runtime.emit import MAX_DEPTH
 
 BOOKKEEPING = {"tra-shuffle", "tra-bcast", "tra-keep", "tra-input-persisted", "tra-input-from"}
 
@@ -244,8 +244,8 @@ def test_amm_keeps_the_replica_a_waiting_pinned_task_reads(client):
     KeepPinnedReplicas drops x's replicas on w1 and w2 and keeps w0's. For ``y`` it does what
     dask's ReduceReplicas does: drops w0's (w0 holds the most memory), so the waiting task
     fetches it back; for dask_tra's task those would be bytes no plan predicts."""
-    from dask_tra.dask.amm import KeepPinnedReplicas
-    from dask_tra.dask.session import ensure_installed
+    from dask_tra.runtime.amm import KeepPinnedReplicas
+    from dask_tra.runtime.session import ensure_installed
     ensure_installed(client)
     w0, w1, w2 = sorted(client.scheduler_info(n_workers=-1)["workers"])[:3]
     pin = {"allow_other_workers": False, "pure": False}
@@ -299,7 +299,7 @@ def test_no_block_product_is_fused_into_a_reader_waiting_for_another_site():
     site (``mine`` into ``local``) and a fetching task whose reader waits for nothing else.
     Products read by a reader that waits for a *late* task (one that waits for another site)
     stay out too."""
-    from dask_tra.dask.emit import _Tasks
+    from dask_tra.runtime.emit import _Tasks
     g = _Tasks()
     _chain(g, ("src",), 1)
     _chain(g, ("far",), 1)

@@ -1,4 +1,4 @@
-"""Folds in bounded groups (``dask/emit.py``, ``optimizer/memory.py``): a contraction or an
+"""Folds in bounded groups (``runtime/emit.py``, ``optimizer/memory.py``): a contraction or an
 aggregation whose group is larger than ``memory.FOLD_BYTES`` is folded as a tree of tasks, each
 reading at most that many operand bytes, and the memory model counts that bounded group. So
 ``A @ v`` over more than a site's memory, and the sum of a persisted array larger than it, are

@@ -15,7 +15,7 @@ import pytest
 import dask_tra as dt
 from dask_tra import backends
 from dask_tra.backends import Backend, registry
-from dask_tra.dask import dispatch
+from dask_tra.runtime import dispatch
 from dask_tra.optimizer import MemoryLimitError
 
 pytestmark = pytest.mark.numpy_chunks

@@ -12,7 +12,7 @@ by importing:
   form no cycle at all (``test_no_module_level_import_cycle``);
 - every module imports on its own in a fresh interpreter (``python -c "import dask_tra.X"``);
 - the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
-  import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.dask),
+  import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.runtime),
   anywhere in their code (function bodies included), and neither does anything they import
   at module level;
 - research code and oracles (dask_tra.reference: paper reproductions tests and benchmarks run)
@@ -34,7 +34,7 @@ PURE = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer", "dask_tra.reference
 REFERENCE = "dask_tra.reference"
 # what the reference package may import of dask_tra (besides itself)
 REFERENCE_MAY_IMPORT = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer", "dask_tra.backends")
-FORBIDDEN = ("dask", "distributed", "dask_tra.dask")
+FORBIDDEN = ("dask", "distributed", "dask_tra.runtime")
 # modules whose function-level imports may close a cycle (see the module doc)
 CALL_TIME_CYCLE = ("dask_tra.array.methods", "dask_tra.array.dispatch")
 
@@ -175,9 +175,9 @@ def test_import_graph_resolves_relative_imports():
 
 def test_import_graph_adds_parent_packages():
     graph = import_graph(parents=True)
-    # dask_tra.array.io imports dask_tra.dask.sources: that runs the dask_tra.dask package first
+    # dask_tra.array.io imports dask_tra.runtime.sources: that runs the dask_tra.runtime package first
     # (a namespace package here, listed all the same) but not dask_tra, io's own parent
-    assert {"dask_tra.dask.sources", "dask_tra.dask"} <= graph["dask_tra.array.io"]
+    assert {"dask_tra.runtime.sources", "dask_tra.runtime"} <= graph["dask_tra.array.io"]
     assert "dask_tra" not in graph["dask_tra.array.io"]
     # dask_tra.core imports dask_tra.array.core: that runs dask_tra.array's __init__
     assert "dask_tra.array" in graph["dask_tra.core"]
@@ -230,7 +230,7 @@ def test_every_module_imports_on_its_own():
         return done.stdout
 
     out = run("import sys, dask_tra; print(*sorted(m for m in sys.modules if m.split('.')[0] == 'dask_tra'))")
-    loaded = set(out.split())  # (with dask_tra.dask, a namespace package: no file of its own)
+    loaded = set(out.split())  # (with dask_tra.runtime, a namespace package: no file of its own)
     assert "dask_tra.array.core" in loaded
     for name in sorted(set(MODULES) - loaded):
         run(f"import {name}")

@@ -15,7 +15,7 @@ import pytest
 
 import dask_tra.array as da
 from dask_tra.array.io import Reopen
-from dask_tra.dask.sources import LazyArraySource
+from dask_tra.runtime.sources import LazyArraySource
 from dask_tra.ia.nodes import Placed
 
 h5py = pytest.importorskip("h5py")

@@ -1,4 +1,4 @@
-"""The worker plugin measuring managed-memory peaks and spilled bytes (``dask_tra/dask/memory.py``).
+"""The worker plugin measuring managed-memory peaks and spilled bytes (``dask_tra/runtime/memory.py``).
 
 Assertions are on bytes only: what the workers hold is known from the arrays' block sizes."""
 
@@ -9,7 +9,7 @@ import pytest
 from distributed import Client, LocalCluster, futures_of, wait
 
 import dask_tra as dt
-from dask_tra.dask import memory
+from dask_tra.runtime import memory
 
 MB = 10**6
 

@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dask_tra.array as da
-from dask_tra.dask import amm, plugin, rates, session
-from dask_tra.dask.amm import KeepPinnedReplicas
-from dask_tra.dask.ownership import ANNOTATION
+from dask_tra.runtime import amm, plugin, rates, session
+from dask_tra.runtime.amm import KeepPinnedReplicas
+from dask_tra.runtime.ownership import ANNOTATION
 
 N_WORKERS = 4
 

@@ -216,7 +216,7 @@ def test_deep_lineage_pickles():
     lineage and the result intact; the lineage holds no generation's data (a persist loop would
     keep them all)."""
     import copy
-    from dask_tra.dask.recovery import ancestors
+    from dask_tra.runtime.recovery import ancestors
     x, want = _x(), A
     for _ in range(500):
         x = (1 - x).persist()

@@ -13,7 +13,7 @@ from dask.base import is_dask_collection
 from distributed import Client, LocalCluster
 
 import dask_tra as dt
-from dask_tra.dask import plugin
+from dask_tra.runtime import plugin
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from dask.utils import key_split
 from distributed import Client, LocalCluster, get_task_stream
 
 import dask_tra as dt
-from dask_tra.dask import plugin, rates, session
-from dask_tra.dask.sites import current_sites
+from dask_tra.runtime import plugin, rates, session
+from dask_tra.runtime.sites import current_sites
 from dask_tra.optimizer import Rates
 from dask_tra.demo import dashboard_link
 
@@ -97,8 +97,8 @@ def test_a_second_client_reuses_the_stored_rates(cluster):
             import json
             from distributed import Client, get_task_stream
             import dask_tra as dt
-            from dask_tra.dask import rates
-            from dask_tra.dask.sites import current_sites
+            from dask_tra.runtime import rates
+            from dask_tra.runtime.sites import current_sites
             with Client({cluster.scheduler_address!r}) as c, get_task_stream(c) as ts:
                 (dt.random.random((400, 400), chunks=100, seed=4) @ dt.ones((400, 4), chunks=100)).explain()
                 r = rates.current_rates(current_sites())

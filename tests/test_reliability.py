@@ -95,7 +95,7 @@ def test_scattered_replicas_outlive_the_memory_manager_until_the_graph_arrives(c
     a graph scatters nothing). Until the graph's pinned readers reach the scheduler, only the
     plan's hold keeps those replicas: a memory-manager run in between (every 2 s by default)
     must not drop them, or dask fetches them back (the flaky 2x of the test above)."""
-    from dask_tra.dask import collection
+    from dask_tra.runtime import collection
 
     a = np.random.default_rng(4).standard_normal((400, 300))
     x = dt.from_array(a, chunks=100)

@@ -174,7 +174,7 @@ def test_sizeof_counts_stored_elements():
 
     c = sparse.COO.from_numpy(np.eye(100))
     assert backends.sizeof(c) == c.nbytes == 100 * (8 + 2 * 8)
-    from dask_tra.dask import dispatch
+    from dask_tra.runtime import dispatch
 
     dispatch.install(["sparse"])
     assert dask.sizeof.sizeof(c) == c.nbytes

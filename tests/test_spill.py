@@ -1,4 +1,4 @@
-"""Spilling keeps pace with dask_tra's tasks (``dask/spill.py``).
+"""Spilling keeps pace with dask_tra's tasks (``runtime/spill.py``).
 
 A persist larger than the worker's memory, on a worker process with a memory limit, with
 distributed's memory monitor slowed to one tick an hour: its spilling by process memory (and
@@ -17,7 +17,7 @@ import pytest
 from distributed import Client, LocalCluster, wait
 
 import dask_tra.array as da
-from dask_tra.dask import memory, spill
+from dask_tra.runtime import memory, spill
 
 LIMIT = 500 * 10**6  # bytes, per worker
 BLOCK = 1000 * 1000 * 8  # one float64 block

@@ -9,7 +9,7 @@ import pytest
 from dask.utils import key_split
 
 import dask_tra as dt
-from dask_tra.dask.emit import MAX_PREFIX, Step, is_plan_name, task_name
+from dask_tra.runtime.emit import MAX_PREFIX, Step, is_plan_name, task_name
 
 WORDS = re.compile(r"[a-z][a-z_]*(-[a-z]+)*")
 

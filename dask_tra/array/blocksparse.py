@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dask.sources import RandomSource, fresh_name
+from ..runtime.sources import RandomSource, fresh_name
 from ..tra import RelationType
 from .creation import _shape
 from .relations import auto_chunks, check_dtype, offsets, wrap_source

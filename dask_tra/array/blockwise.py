@@ -28,7 +28,7 @@ from numbers import Integral
 import numpy as np
 
 from .. import backends
-from ..dask.sources import Ref, Source, fresh_name
+from ..runtime.sources import Ref, Source, fresh_name
 from ..tra import Input, Join, RelationType, Transform
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis

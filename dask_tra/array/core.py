@@ -6,8 +6,8 @@ import math
 
 from dask.array.core import PerformanceWarning  # noqa: F401 (dask's class, as dask.array.core has it)
 
-from ..dask.collection import DaskCollection
-from ..dask.sources import DaskSource, PersistedSource
+from ..runtime.collection import DaskCollection
+from ..runtime.sources import DaskSource, PersistedSource
 from ..tra import TRAError
 from .methods import ArrayMethods
 from .naming import array_name

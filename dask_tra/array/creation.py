@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from .. import backends, config
-from ..dask.sources import ArraySource, ConstantSource, DaskSource
+from ..runtime.sources import ArraySource, ConstantSource, DaskSource
 from ..tra import Transform
 from .kernels import Reshape, ToBackend
 from .lazy import from_lazy, is_lazy, user_name

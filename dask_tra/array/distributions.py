@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dask.sources import RandomSource
+from ..runtime.sources import RandomSource
 
 _REQUIRED = object()
 _FLOAT, _INT = np.dtype(np.float64), np.dtype(np.int64)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..dask.sources import ConstantSource, RandomSource, Source, content_name
+from ..runtime.sources import ConstantSource, RandomSource, Source, content_name
 from ..tra import Input, RelationType
 from ..tra.expr import keep_blocks
 from .lazy import narrow

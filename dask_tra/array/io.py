@@ -29,7 +29,7 @@ import numpy as np
 from dask.delayed import delayed
 
 from .. import backends
-from ..dask.sources import Source, fresh_name
+from ..runtime.sources import Source, fresh_name
 from ..tra import Input, Join, RelationType
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
@@ -302,7 +302,7 @@ def store(sources, targets, lock=True, regions=None, compute=True, return_stored
 def _single_writer(targets) -> bool:
     """HDF5 (h5py, netCDF4) targets while a distributed Client is active: HDF5 allows one
     writing process, the one holding the file open."""
-    from ..dask.sites import active_client
+    from ..runtime.sites import active_client
 
     return active_client() is not None and any(
         isinstance(handle(t), Reopen) and handle(t).kind != "memmap" for t in targets

@@ -15,8 +15,8 @@ moving it where they need it: each forward intermediate is computed once.
 
 from __future__ import annotations
 
-from ..dask.collection import DaskCollection
-from ..dask.sources import fresh_name
+from ..runtime.collection import DaskCollection
+from ..runtime.sources import fresh_name
 from .core import RelArray
 from .planview import explain_of
 

@@ -18,7 +18,7 @@ import numpy as np
 from distributed import get_worker
 
 from .. import backends
-from ..dask.sources import LazyArraySource
+from ..runtime.sources import LazyArraySource
 from .relations import auto_chunks, check_dtype, offsets, wrap_source
 
 _LOCAL_LOCK = threading.RLock()  # netCDF4 (the HDF5 C library) is not thread-safe; re-entered to close
@@ -361,6 +361,6 @@ def _shift(kind, v, n, lo, hi):
 
 def user_name(name):
     """dask's ``name=``: a string names the array, False a random name, None the token."""
-    from ..dask.sources import fresh_name
+    from ..runtime.sources import fresh_name
 
     return fresh_name("array") if name is False else (name or None)

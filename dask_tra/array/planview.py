@@ -16,10 +16,10 @@ import uuid
 
 from dask.array.svg import draw_sizes, grid_points, svg_grid, text_style
 
-from ..dask.collection import local_words
-from ..dask.rates import rate_sources
 from ..optimizer.blocks import LIMIT, BlockGrid
 from ..optimizer.explain import Explain, register_html
+from ..runtime.collection import local_words
+from ..runtime.rates import rate_sources
 
 SIZE = 120  # pixels, the longest side of a grid (dask.array's repr uses 120 too)
 LEGEND = 64  # workers named in the legend at most

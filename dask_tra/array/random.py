@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dask.sources import RandomSource
+from ..runtime.sources import RandomSource
 from . import distributions
 from .creation import _shape
 from .distributions import *  # every distribution, re-exported

@@ -16,7 +16,7 @@ import numpy as np
 from dask.base import is_dask_collection
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from ..dask.sources import Source, content_name
+from ..runtime.sources import Source, content_name
 from ..tra import Input, ReKey, RelationType
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, select_dims

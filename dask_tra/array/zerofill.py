@@ -16,8 +16,8 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Task
 
-from ..dask.ownership import Pins
-from ..dask.sources import Source, full_chunk
+from ..runtime.ownership import Pins
+from ..runtime.sources import Source, full_chunk
 from ..tra import Aggregate, Concat, Filter, Input, Join, ReKey, Tile, Transform
 from ..tra.dag import fill
 from ..tra.expr import Expr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..array.core import RelArray
-from ..dask.sources import Source
+from ..runtime.sources import Source
 from ..tra.tasks import Data
 from .backward import backward
 from .terms import Context, GradError, Term, cast_term, materialize, same_axes

@@ -5,7 +5,7 @@ after the block is made), ``Rates.threads`` at a time, and frees a block once it
 ran. So while an operator streams, a site holds the blocks of the tasks running at once and the
 copies other sites sent it (kept until their readers ran): not every block it reads or makes
 there (``Cand.peak``, the resident estimate, still bounds it). A contraction's task folds the
-products of one output block as it makes them (``dask/emit.py``), in bounded groups: a task
+products of one output block as it makes them (``runtime/emit.py``), in bounded groups: a task
 reads at most ``fold_pairs`` pairs of operands (``FOLD_BYTES`` of them, at least one pair), and
 a group larger than that is folded as a tree (leaf tasks of ``fold_pairs`` pairs, then their
 partial sums, ``fold_width`` at a time, as dask's ``split_every``). So a contraction's task

@@ -287,7 +287,7 @@ class DaskCollection(DaskMethodsMixin):
 
     def compute(self, **kwargs):
         """Compute; if an input's only copy was lost with a worker, restore it and compute
-        again (``dask/recovery.py``). A result larger than this process's free memory is
+        again (``runtime/recovery.py``). A result larger than this process's free memory is
         refused before anything runs (gathering it could only fail, or hang the cluster)."""
         result_fits(getattr(self, "nbytes", 0))
         return _recovering(self, DaskMethodsMixin.compute, kwargs)

@@ -152,7 +152,7 @@ def _message(names) -> str:
     return (
         f"dask_tra needs distributed's private {what}, which distributed {distributed_version()} "
         f"does not have. dask_tra's hooks into distributed were checked against distributed {CHECKED}: "
-        f"install that release, or report this with both versions (dask_tra/dask/compat.py)"
+        f"install that release, or report this with both versions (dask_tra/runtime/compat.py)"
     )
 
 

@@ -265,7 +265,7 @@ class PersistedSource(Source):
     """Blocks already computed: futures on a cluster (``wait``/``progress`` see them), or
     in-memory chunks after persisting on a local scheduler.
 
-    ``lineage`` is ``(expr, sources)``, what the blocks were computed from (``dask/recovery.py``);
+    ``lineage`` is ``(expr, sources)``, what the blocks were computed from (``runtime/recovery.py``);
     its persisted sources are ``detached``: without futures, each with a lineage of its own, so a
     loop of persists makes a chain of lineages as long as the loop. Everything that walks the
     chain (recovery, pickling) does so iteratively."""
@@ -274,7 +274,7 @@ class PersistedSource(Source):
         self.blocks = blocks  # key -> Future or chunk
         self.input = Input(name or fresh_name("persisted"), type_)
         self.graph = {b.key: b for b in blocks.values() if is_future(b)}
-        self.lineage = lineage  # (expr, sources) the blocks were computed from (dask/recovery.py)
+        self.lineage = lineage  # (expr, sources) the blocks were computed from (runtime/recovery.py)
         self.last_keys: dict = {}  # detached: {block key: dask key} its blocks had on the cluster
 
     def refresh(self, blocks: dict):
