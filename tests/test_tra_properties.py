@@ -1,10 +1,14 @@
 """Property tests: TRA expressions agree with NumPy on random data and ragged chunkings."""
+import itertools
+import math
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from dask_tra.tra import Aggregate, Concat, Input, Join, ReKey, Tile, Transform, evaluate
 from dask_tra.tra import assemble, split, kernels as K
 from dask_tra.tra.keyfuncs import KeyMap
+from dask_tra.tra.relation import ChunkAxis, RelationType
 
 
 @st.composite
@@ -110,3 +114,26 @@ def test_metadata_counts_match_data(data, n, seed):
     out = evaluate(e, {"X": r})
     assert e.type.elements() == sum(v.size for v in out.values())
     assert all(v.shape == e.type.chunk_shape(k) for k, v in out.items())
+
+
+@st.composite
+def _axes_over(draw):
+    """A key frontier and chunk axes, each reading up to two of its key dims (some shared)."""
+    frontier = tuple(draw(st.lists(st.integers(1, 3), max_size=3)))
+    axes = []
+    for _ in range(draw(st.integers(0, 3))):
+        dims = sorted(draw(st.sets(st.integers(0, len(frontier) - 1), max_size=min(2, len(frontier))))) if frontier else []
+        shape = tuple(frontier[d] for d in dims)
+        sizes = draw(st.lists(st.integers(0, 4), min_size=math.prod(shape), max_size=math.prod(shape)))
+        axes.append(ChunkAxis(tuple(dims), np.array(sizes, np.int64).reshape(shape)))
+    return frontier, axes
+
+
+@settings(max_examples=150, deadline=None)
+@given(_axes_over())
+def test_elements_sum_every_block(case):
+    """A relation's element count (summed in closed form) equals the sum over its blocks."""
+    frontier, axes = case
+    t = RelationType(frontier, tuple(axes), np.dtype("f8"))
+    blocks = itertools.product(*(range(f) for f in frontier))
+    assert t.elements() == sum(math.prod(t.chunk_shape(k)) for k in blocks)

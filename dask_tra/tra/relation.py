@@ -294,8 +294,12 @@ class RelationType:
 
 def _grid_product_sum(axes: Sequence[ChunkAxis], frontier: tuple) -> int:
     """sum over the key grid of the product of axis extents, without materialising the grid."""
-    if not axes:
-        return math.prod(frontier)
+    dims = [ax.key_dims for ax in axes]
+    if all(len(kd) <= 1 for kd in dims) and len({kd for kd in dims if kd}) == sum(1 for kd in dims if kd):
+        # each key dim read by one axis at most (an array's usual layout): a product of sums
+        covered = {kd[0] for kd in dims if kd}
+        total = math.prod(int(ax.sizes.sum()) if ax.key_dims else int(ax.sizes) for ax in axes)
+        return total * math.prod(f for d, f in enumerate(frontier) if d not in covered)
     letters = "abcdefghijklmnopqrstuvwxyz"
     operands, subs = [], []
     for ax in axes:
