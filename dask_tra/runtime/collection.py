@@ -16,6 +16,7 @@ import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from dask.base import DaskMethodsMixin
@@ -91,6 +92,32 @@ class DaskCollection(DaskMethodsMixin):
 
     __dask_scheduler__ = staticmethod(threaded_get)
     one_layout = False  # every shared node computed in one layout (``optimizer.plan_many``)
+
+    # what the class using the mixin provides (declared for the type checker only)
+    name: str
+    sources: dict
+    _plans: dict
+    _last_entry: Planned | None
+
+    if TYPE_CHECKING:
+
+        @property
+        def expr(self) -> Any: ...
+
+        @property
+        def chunks(self) -> tuple: ...
+
+        @property
+        def ndim(self) -> int: ...
+
+        @property
+        def dtype(self) -> Any: ...
+
+        @property
+        def device(self) -> Any: ...
+
+        @classmethod
+        def _from_persisted(cls, dsk, type_, name, device=None, lineage=None, rename=None) -> Any: ...
 
     @property
     def roots(self) -> tuple:
@@ -184,6 +211,7 @@ class DaskCollection(DaskMethodsMixin):
         entry = self._emitted_entry()
         self._report(entry)
         _report_reads(entry.reads)
+        assert entry.graph is not None  # _emitted_entry emits it
         return entry.graph
 
     def _emitted_entry(self) -> Planned:
@@ -532,9 +560,9 @@ class PlannedGraph(HighLevelGraph):
             self._graph = self._build()
         return self._graph
 
-    layers = property(lambda self: self._made().layers)  # type: ignore[assignment]
-    dependencies = property(lambda self: self._made().dependencies)  # type: ignore[assignment]
-    key_dependencies = property(lambda self: self._made().key_dependencies)  # type: ignore[assignment]
+    layers = property(lambda self: self._made().layers)
+    dependencies = property(lambda self: self._made().dependencies)
+    key_dependencies = property(lambda self: self._made().key_dependencies)
 
     def __reduce__(self):
         g = self._made()

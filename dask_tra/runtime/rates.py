@@ -114,7 +114,9 @@ def _pinned_graph_seconds(client, workers, n, cpu_s=TASK_CPU_S) -> float:
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     name = _name("overhead")
-    w, dsk, pins = len(workers), {}, {}
+    w = len(workers)
+    dsk: dict = {}
+    pins: dict = {}
     for i in range(n // 2):
         dsk[(name, "made", i)], pins[(name, "made", i)] = (_made, cpu_s), [workers[i % w]]
         dsk[(name, i)], pins[(name, i)] = (_read, (name, "made", i), cpu_s), [workers[(i + 1) % w]]
@@ -158,7 +160,8 @@ def core_share(client) -> float:
     """The smallest, over hosts, of cores ÷ worker threads on that host (at most 1)."""
     info = client.scheduler_info(n_workers=-1)["workers"]
     hosts = client.run(_host_cores)
-    threads, cores = {}, {}
+    threads: dict[str, int] = {}
+    cores: dict[str, int] = {}
     for w, (host, n) in hosts.items():
         threads[host] = threads.get(host, 0) + int(info.get(w, {}).get("nthreads", 1))
         cores[host] = n

@@ -148,7 +148,7 @@ def on_cluster(chain: dict, client) -> dict:
     out = {}
     for name, s in chain.items():
         if s.last_keys and all(who.get(dk) or who.get(str(dk)) for dk in s.last_keys.values()):
-            blocks = {k: Future(dk, client) for k, dk in s.last_keys.items()}
+            blocks: dict = {k: Future(dk, client) for k, dk in s.last_keys.items()}
             out[name] = PersistedSource(s.type, blocks, name=name, lineage=s.lineage)
     return out
 

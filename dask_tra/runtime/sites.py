@@ -19,6 +19,8 @@ class Sites:
     local: str = ""  # the local plan: the scheduler that runs it ("threaded scheduler"); "": sites were asked for
 
     def site_of(self, address) -> int:
+        if self.workers is None:
+            raise ValueError(f"no site is a worker ({self.local or 'no Client'}): {address!r} is not one")
         return self.workers.index(address)
 
 

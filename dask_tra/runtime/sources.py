@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from typing import Any
 
 import numpy as np
 from distributed import Future
@@ -65,10 +66,15 @@ class Source:
 
     input: Input
     graph: dict = {}  # extra graph the tasks depend on (from_dask)
+    device: Any  # where the chunks live, where known (read with ``getattr(src, "device", None)``)
 
     @property
     def type(self) -> RelationType:
         return self.input.type
+
+    def task(self, key) -> Any:
+        """``(fn, *args)`` computing the chunk at ``key``, or a ``Ref`` (each source defines it)."""
+        raise NotImplementedError(f"{type(self).__name__}.task")
 
     def chunk(self, key):
         fn, *args = self.task(key)
@@ -105,7 +111,7 @@ class ArraySource(Source):
         one dask key. Each block is its own contiguous copy (a torch view would drag its whole
         base along)."""
         register_worker_dispatch(client, [self.backend.name])
-        by_worker = {}
+        by_worker: dict = {}
         for key, held in sites.items():
             for site in held:
                 by_worker.setdefault(workers[site], []).append(key)
@@ -113,7 +119,7 @@ class ArraySource(Source):
         # until the graph's pinned readers reach the scheduler, nothing else keeps the replicas:
         # the memory manager would drop all but one, and dask fetch them back
         send_hold(client, [(name,) + k for k, held in sites.items() if len(held) > 1])
-        futures = {}
+        futures: dict = {}
         for worker, keys in by_worker.items():
             blocks = {(name,) + k: self.backend.block(self.array, _block_slices(self.chunks, k)) for k in keys}
             try:
@@ -293,7 +299,8 @@ class PersistedSource(Source):
     def __reduce__(self):
         """Pickled as a flat table of the sources its lineage reaches (each once): a chain of
         thousands of lineages pickles without nesting one pickle call per link."""
-        order, index = [], {}
+        order: list[PersistedSource] = []
+        index: dict[int, int] = {}
         stack = [self]
         while stack:
             src = stack.pop()
@@ -374,9 +381,9 @@ def placements_of(client, held: dict, found: tuple | None = None) -> dict:
         who = query_snapshot(client, keys)[1]
     out = {}
     for name, keys in held.items():
-        found = {k: tuple(sorted(who.get(dk) or who.get(str(dk)) or ())) for dk, k in keys.items()}
-        if all(found.values()):
-            out[name] = found  # every replica: a move to a holder is free
+        holders = {k: tuple(sorted(who.get(dk) or who.get(str(dk)) or ())) for dk, k in keys.items()}
+        if all(holders.values()):
+            out[name] = holders  # every replica: a move to a holder is free
     return out
 
 
