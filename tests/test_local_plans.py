@@ -85,8 +85,11 @@ def test_one_costing_per_operator(arrays, costings, monkeypatch):
     cache.clear()
     plan, _ = expression(x, y).planned()
     operators = [alt for alt in chosen(plan.alts) if alt.inputs]
-    assert len(made) == len(operators) and costings == {}
+    assert made == [] and plan.roots  # chosen and built into IA with no costing: the cost waits
+    assert plan.cost.tasks > 0 and len(made) == len(operators) and costings == {}
     assert all(len(alt.table) == 1 for alt in operators)  # one strategy each: nothing was compared
+    plan.explain
+    assert len(made) == len(operators)  # costed once
 
 
 def test_explain_says_local(arrays):
@@ -165,6 +168,10 @@ def test_local_costings_are_the_searchs_on_one_site(arrays, threads):
             searched.peak_memory,
         )
         assert cost.seconds == pytest.approx(searched.seconds, rel=1e-12)
+        cache.clear()
+        lazy = plan_many(z.roots, 1, rates=rates, rewrite=False)  # chosen now, costed when read
+        assert [a.strategy for a in chosen(lazy.alts)] == [a.strategy for a in chosen(alts)]
+        assert (lazy.cost.tasks, lazy.cost.peak_memory, lazy.cost.seconds) == (cost.tasks, cost.peak_memory, cost.seconds)
 
 
 def test_local_plans_are_exact_on_block_sparse_and_ragged(arrays):

@@ -9,7 +9,7 @@ directly (``local``). The chosen plan's IA nodes are built once, on first use of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 
@@ -25,7 +25,7 @@ from .build import build
 from .candidates import relabel_rows, relabelled
 from .cost import TERMS, Cost, Rates, combine_terms, evaluate_cost
 from .explain import Explain, Move, OperatorReport, fmt_bytes, ia_tree, operand, operation
-from .local import plan_local
+from .local import choose_local, cost_local, plan_local, undecided
 from .memory import held_for_readers, largest_block, working_set
 from .operators import registry
 from .operators.registry import CONTRACTION_KINDS
@@ -52,15 +52,30 @@ from .symbolic import key_bytes, type_facts
 class Plan:
     """A chosen plan: the expressions, the alternative chosen for each, its exact predicted cost,
     and the report. ``explain`` (the report) and ``root``/``roots`` (the IA plan) are built on
-    first use: a plan replayed from the cache for a new SGD step needs neither to be chosen."""
+    first use: a plan replayed from the cache for a new SGD step needs neither to be chosen.
+    A local plan (one site, nothing moves) is costed on first use too (``costing``)."""
 
     exprs: tuple
     sites: int
     alts: tuple
-    cost: Cost
-    cands: dict  # id(alt) -> the chosen candidate's costing (``symbolic.Cand``)
+    _cost: Cost | None
+    _cands: dict | None  # id(alt) -> the chosen candidate's costing (``symbolic.Cand``)
     rates: Rates
-    layouts: tuple = field(default=())  # per root: where each result tuple is (one site per key)
+    costing: Callable[[], tuple[Cost, dict]] | None = None  # makes (cost, cands) when first read
+
+    @property
+    def cost(self) -> Cost:
+        return self._costed()[0]
+
+    @property
+    def cands(self) -> dict:
+        return self._costed()[1]
+
+    def _costed(self) -> tuple[Cost, dict]:
+        if self._cost is None or self._cands is None:
+            assert self.costing is not None, "a plan is given its cost or a way to make it"
+            self._cost, self._cands = self.costing()
+        return self._cost, self._cands
 
     @cached_property
     def roots(self) -> list[IANode]:
@@ -151,6 +166,12 @@ def plan_many(
     hit = cache.get(exact)
     found = _replay(hit, order) if hit is not None else None
     local = sites == 1 and force is None  # nothing moves: no choice to search (``local``)
+    if found is None and local and memory_limit is None:  # chosen now, costed when asked
+        check_blocks(order)
+        alts_of = choose_local(placements, order)
+        if not undecided(alts_of):
+            made_alts = tuple(alts_of[id(e)] for e in exprs)
+            return Plan(exprs, 1, made_alts, None, None, rates, partial(cost_local, exprs, alts_of, rates, None, order))
     if found is None and local:
         check_blocks(order)
         made = plan_local(exprs, placements, rates, memory_limit, order)
@@ -178,7 +199,7 @@ def plan_many(
         template = _template(alts, cost, cands, seen, order)
         cache.put(exact, template)
         cache.put(loose, template)
-    return Plan(exprs, sites, alts, cost, cands, rates, tuple(a.layout for a in alts))
+    return Plan(exprs, sites, alts, cost, cands, rates)
 
 
 def _refuse_held(alts, cost, memory_limit, s):

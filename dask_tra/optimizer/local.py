@@ -20,6 +20,7 @@ costing on one site, and the plan's cost against the searched plan's.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,25 +64,41 @@ def local_cand(node, kind: str, views) -> tuple[str, Cand]:
     """(strategy name, its exact costing on one site, tagged with its strategy) for ``node`` over
     its inputs' ``views`` (``search.views_of``); the same numbers as ``search.candidates(..., s=1,
     only=cand.strategy)``."""
-    strategy: Strategy
-    if kind in CONTRACTION_KINDS:
-        strategy, cand = Bmm("left"), _contraction(node, *views)
-    elif isinstance(node, tra.Join):
-        strategy, cand = _join(node, *views)
-    elif isinstance(node, tra.Aggregate):
-        strategy, cand = Local(), _aggregate(node, views[0])
-    elif (op := operators.lookup(node)) is not None:
+    strategy = local_strategy(node, kind)
+    if strategy is None:
+        op = operators.lookup(node)
+        assert op is not None  # local_strategy names every other operator's strategy
         made = op.costs(node, *views, 1, None)
         strategy = min(made, key=lambda st: (st.preference, st.name))
         cand = made[strategy]
-    elif isinstance(node, tra.TupleMap):
-        strategy, cand = Local(), _per_tuple(node, views[0])
+    elif kind in CONTRACTION_KINDS:
+        cand = _contraction(node, *views)
+    elif isinstance(node, tra.Join):
+        cand = _join(node, *views)
+    elif isinstance(node, tra.Aggregate):
+        cand = _aggregate(node, views[0])
     else:
-        raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
+        cand = _per_tuple(node, views[0])
     cand.strategy = strategy
     cand.layout = held(cand.layout, node.type)
     cand.terms = measure_terms(node, cand, views)
     return strategy.name, cand
+
+
+def local_strategy(node, kind: str) -> Strategy | None:
+    """The strategy the search ranks first for ``node`` on one site, named without costing it;
+    None for a registered operator (its first strategy can depend on its input's layout)."""
+    if kind in CONTRACTION_KINDS:
+        return Bmm("left")  # each product where its right block is, summed per output block
+    if isinstance(node, tra.Join):
+        return Copart() if node.left_keys else Bcast("left")
+    if isinstance(node, tra.Aggregate):
+        return Local()
+    if operators.lookup(node) is not None:
+        return None
+    if isinstance(node, tra.TupleMap):
+        return Local()
+    raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
 
 
 def _contraction(agg, left, right) -> Cand:
@@ -114,23 +131,22 @@ def _contraction(agg, left, right) -> Cand:
     )
 
 
-def _join(join, left, right) -> tuple[Strategy, Cand]:
+def _join(join, left, right) -> Cand:
     """``copart`` (``bcast-left`` for a join with no join keys), as ``candidates.join_alone``."""
     outf = join.type.frontier
     lay, rlay = column(left.type), column(right.type)
-    strategy: Strategy
     if join.left_keys:
-        strategy, paper = Copart(), 0
+        paper = 0
         layout = np.ones((math.prod(outf), 1), bool)
     else:
-        strategy, paper = Bcast("left"), left.type.elements()
+        paper = left.type.elements()
         rpos = [join.right_out[d] for d in range(right.type.key_arity)]
         layout = gather(rlay, right.type.frontier, rpos, outf)
     sites = placing_sites(layout)
     ok = sites >= 0
     flops = np.array([cell_flops(join, list(range(len(outf))), outf)[ok].sum()])
     site_in = _nbytes(left.type) + _nbytes(right.type)
-    return strategy, Cand(
+    return Cand(
         layout,
         0,
         paper,
@@ -185,14 +201,19 @@ def _per_tuple(node, child) -> Cand:
     return Cand(column(node.type), 0, 0, peak, flops, 0, [column(child.type)], {})
 
 
-def plan_local(roots, placements, rates: Rates, memory_limit: int | None, order=None):
-    """The local plan of ``roots``: (their Alts, the exact Cost, {id(alt): Cand}); None when an
-    operator's working set exceeds ``memory_limit`` (the search then decides, and explains a
-    refusal). ``order``: the nodes in ``walk_many`` order, when already walked."""
-    order = walk_many(roots) if order is None else order
+@dataclass(frozen=True)
+class Chosen:
+    """An operator's local strategy before it is costed (``cost_local`` puts its ``Cand`` in its
+    place); ``strategy`` None: its costing picks it (``local_strategy``)."""
+
+    strategy: Strategy | None
+
+
+def choose_local(placements, order) -> dict[int, Alt]:
+    """{id(node): Alt} giving every node of ``order`` (``walk_many``) its local strategy with no
+    costing, O(1) an operator: the layouts and costs are filled in by ``cost_local`` when asked."""
     fused = fused_joins(order)
     alts: dict[int, Alt] = {}
-    cands: dict[int, Cand] = {}
     for node in order:
         if id(node) in fused:
             continue
@@ -200,16 +221,43 @@ def plan_local(roots, placements, rates: Rates, memory_limit: int | None, order=
             alts[id(node)] = input_alt(node, 1, placements or {})
             continue
         kind = kind_of(node)
+        strategy = local_strategy(node, kind)
         combo = tuple(alts[id(c)] for c in inputs_of(node, kind))
-        name, cand = local_cand(node, kind, views_of(combo))
-        alt = combine(node, name, cand, combo, rates)
+        # no layout until costed: nothing reads it before (the IA build reads the strategy)
+        alts[id(node)] = Alt(node, strategy.name if strategy else "", combo, Chosen(strategy), None)  # type: ignore[arg-type]
+    return alts
+
+
+def undecided(alts: dict[int, Alt]) -> bool:
+    """Whether some operator's strategy waits for its costing (``Chosen(None)``)."""
+    return any(isinstance(a.cand, Chosen) and a.cand.strategy is None for a in alts.values())
+
+
+def cost_local(roots, alts: dict[int, Alt], rates: Rates, memory_limit: int | None, order):
+    """Cost the chosen ``alts`` exactly, each in place (``local_cand``): (the exact Cost,
+    {id(alt): Cand}); None when an operator's working set exceeds ``memory_limit``."""
+    cands: dict[int, Cand] = {}
+    for node in order:
+        alt = alts.get(id(node))
+        if alt is None or not alt.inputs:  # a join planned inside its contraction, an input
+            continue
+        name, cand = local_cand(node, kind_of(node), views_of(alt.inputs))
+        vars(alt).update(vars(combine(node, name, cand, alt.inputs, rates)))
         if memory_limit is not None and alt.peak.max() > memory_limit:
             return None
         alt.table = {name: (alt.bytes, alt.seconds)}
-        alts[id(node)] = alt
         cands[id(alt)] = cand
-    made = tuple(alts[id(r)] for r in roots)
-    return made, local_cost(made, cands, rates), cands
+    return local_cost(tuple(alts[id(r)] for r in roots), cands, rates), cands
+
+
+def plan_local(roots, placements, rates: Rates, memory_limit: int | None, order=None):
+    """The local plan of ``roots``, costed: (their Alts, the exact Cost, {id(alt): Cand}); None
+    when an operator's working set exceeds ``memory_limit`` (the search then decides, and
+    explains a refusal). ``order``: the nodes in ``walk_many`` order, when already walked."""
+    order = walk_many(roots) if order is None else order
+    alts = choose_local(placements, order)
+    costed = cost_local(roots, alts, rates, memory_limit, order)
+    return None if costed is None else (tuple(alts[id(r)] for r in roots), *costed)
 
 
 def local_cost(roots, cands, rates: Rates) -> Cost:
@@ -251,4 +299,4 @@ def local_cost(roots, cands, rates: Rates) -> Cost:
     )
 
 
-__all__ = ["plan_local", "local_cand", "local_cost", "column"]
+__all__ = ["plan_local", "choose_local", "cost_local", "undecided", "local_cand", "local_cost", "column"]
