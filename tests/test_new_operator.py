@@ -1,10 +1,11 @@
-"""New TRA operators, defined here in the test alone. A per-tuple operator is one class. ``Flip`` below (``np.flip`` of an array
-relation along one axis, as a single operator) is written against ``TupleMap`` and
-``register_rjp`` only, here in the test, and runs through every layer with nothing else
-edited: the reference executor, planning and its cache, the IA executor, emission on a
-LocalCluster, ``explain`` and the backward pass. If a layer starts recognising operators
-by type again, these tests fail. An operator that moves data (``Merge`` below) adds its
-reference semantics and one strategy module (``dask_tra/optimizer/operators/``)."""
+"""New TRA operators, defined here in the test alone. A per-tuple operator is one class.
+``Flip`` below (``np.flip`` of an array relation along one axis, as a single operator) is
+written against ``TupleMap`` and ``register_rjp`` only, here in the test, and runs through
+every layer with nothing else edited: the reference executor, planning and its cache, the IA
+executor, emission on a LocalCluster, ``explain``, block-sparse arrays (their dense view
+rebuilds it from its declared operands) and the backward pass. If a layer starts recognising
+operators by type again, these tests fail. An operator that moves data (``Merge`` below) adds
+its reference semantics and one strategy module (``dask_tra/optimizer/operators/``)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,20 @@ from dask_tra.optimizer.operators import concat as concat_op
 from dask_tra.optimizer.operators.registry import Local
 from dask_tra.optimizer.strategies import per_tuple as per_tuple_plans
 from dask_tra.optimizer.symbolic import Cand, View
-from dask_tra.tra import ChunkAxis, Concat, Expr, Input, Join, KeyMap, ReKey, RelationType, assemble, evaluate, split
-from dask_tra.tra import TRAError
+from dask_tra.tra import (
+    ChunkAxis,
+    Concat,
+    Expr,
+    Input,
+    Join,
+    KeyMap,
+    ReKey,
+    RelationType,
+    TRAError,
+    assemble,
+    evaluate,
+    split,
+)
 from dask_tra.tra import kernels as K
 from dask_tra.tra.executor import register_reference
 from dask_tra.tra.expr import TupleMap
@@ -35,9 +48,11 @@ class Flip(TupleMap):
     """Flip(axis): reverse the blocks along key dim ``axis`` and every chunk along chunk axis
     ``axis`` (an array relation's key dim i counts blocks along axis i)."""
 
+    _parameters = ("child", "axis")
+
     def __init__(self, child, axis: int):
         self.children = (child,)
-        self.child, self.axis, self.params = child, axis, (axis,)
+        self.child, self.axis = child, axis
         t = child.type
         ax = t.axes[axis]
         sizes = np.flip(ax.sizes, ax.key_dims.index(axis)) if axis in ax.key_dims else ax.sizes
@@ -65,7 +80,8 @@ def _flip_rjp(node, g):
 
 
 def flip(x, axis):
-    return wrap(Flip(x.expr, axis), x)
+    """A per-tuple operator keeps a missing block missing: it reads the block-sparse expression."""
+    return wrap(Flip(x.sparse_expr, axis), x)
 
 
 RNG = np.random.default_rng(7)
@@ -101,6 +117,35 @@ def test_on_a_cluster_inside_larger_expressions(client):
     assert "Flip(0)" in str(flip(x, 0).explain(sites=4).view(detail="algebra"))
 
 
+SPARSE_KEYS = [(0, 0), (0, 1), (2, 0), (2, 1)]  # block row 1 missing
+
+
+def _sparse():
+    """A block-sparse A (its missing blocks zeros) and its dense equivalent, made by NumPy."""
+    starts = [np.concatenate([[0], np.cumsum(c)]) for c in CHUNKS]
+    box = {k: tuple(slice(s[i], s[i + 1]) for s, i in zip(starts, k)) for k in SPARSE_KEYS}
+    dense = np.zeros_like(A)
+    for b in box.values():
+        dense[b] = A[b]
+    return dt.from_blocks({k: A[b] for k, b in box.items()}, A.shape, CHUNKS), dense
+
+
+def test_block_sparse_input():
+    x, dense = _sparse()
+    sparse = Input("a", x.sparse_expr.type)
+    for axis in (0, 1):
+        e = Flip(sparse, axis)
+        rel = evaluate(e, {"a": {k: x.sources[x.sparse_expr.name].chunk(k) for k in SPARSE_KEYS}})
+        assert set(rel) == set(e.type.keys) == {e.source(k) for k in SPARSE_KEYS}  # the holes move, stay holes
+        y = flip(x, axis)
+        assert y.sparse_expr.type.keys == e.type.keys
+        np.testing.assert_array_equal(np.asarray(y.compute()), np.flip(dense, axis))
+        np.testing.assert_allclose(np.asarray((y * 2.0 + 1.0).compute()), np.flip(dense, axis) * 2.0 + 1.0)
+    w = RNG.standard_normal((7, 5))
+    np.testing.assert_allclose(np.asarray((flip(x, 0) @ dt.from_array(w, chunks=((3, 4), 5))).compute()),
+                               np.flip(dense, 0) @ w)
+
+
 def test_gradient_through_the_registered_rjp(client):
     x = dt.from_array(A, chunks=CHUNKS)
     c = RNG.standard_normal(A.shape)
@@ -118,6 +163,8 @@ class Merge(Expr):
     """Merge(keyDim, r): concatenate every ``r`` consecutive blocks along key dim ``key_dim`` into
     one, along chunk axis ``key_dim`` (a rechunk that merges blocks). Typed, and planned, as a
     ReKey (block -> (group, position)) followed by a Concat over the positions."""
+
+    _parameters = ("child", "key_dim", "r")
 
     def __init__(self, child, key_dim: int, r: int):
         self.children = (child,)

@@ -5,7 +5,9 @@ is all zeros). Operations that may skip missing blocks (a Join whose kernel anni
 zeros, an Aggregate by add; see ``tra/expr.py``) build on that expression; every other
 operation reads ``RelArray.expr``, the *dense view*: the same expression over zero-filled
 inputs (each missing block made as zeros where the plan needs it), which is exact for any
-operation. ``fill_missing`` adds the missing output blocks, as zeros, to a computed graph.
+operation. An operator is rebuilt over zero-filled inputs from its declared operands
+(``Expr.over``), so every operator, a new one too, has a dense view. ``fill_missing`` adds the
+missing output blocks, as zeros, to a computed graph.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dask.task_spec import Task
 
 from ..runtime.ownership import Pins
 from ..runtime.sources import Source, full_chunk
-from ..tra import Aggregate, Concat, Filter, Input, Join, ReKey, Tile, Transform
+from ..tra import Input, TRAError
 from ..tra.dag import fill
 from ..tra.expr import Expr
 from ..tra.tasks import Data
@@ -85,16 +87,6 @@ def zero_task(type_, key) -> tuple:
 # raw node -> its dense view; a shared node keeps one view (nodes compare by identity)
 _DENSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-_REBUILD = {
-    Join: lambda n, l, r: Join(l, r, n.left_keys, n.right_keys, n.kernel),
-    Aggregate: lambda n, c: Aggregate(c, n.group_by, n.kernel),
-    ReKey: lambda n, c: ReKey(c, n.key_fn),
-    Filter: lambda n, c: Filter(c, n.predicate),
-    Transform: lambda n, c: Transform(c, n.kernel),
-    Tile: lambda n, c: Tile(c, n.tile_dim, n.tile_size),
-    Concat: lambda n, c: Concat(c, n.key_dim, n.array_dim),
-}
-
 
 def has_holes(expr: Expr) -> bool:
     """True when ``expr`` reads a block-sparse input (kept on the node: ``Expr.holes``)."""
@@ -112,8 +104,14 @@ def densify(expr: Expr, sources: dict) -> tuple[Expr, dict]:
     def view(node: Expr) -> None:
         if isinstance(node, Input):
             _DENSE[node] = _zero_filled(sources[node.name]).input
-        else:  # a child with holes has a view of its own, so the node is rebuilt
-            _DENSE[node] = _REBUILD[type(node)](node, *(_DENSE[c] if c.holes else c for c in node.children))
+            return
+        if type(node)._parameters is None:
+            raise TRAError(
+                f"zero-fill: {node.describe()}: cannot rebuild {type(node).__name__} over zero-filled "
+                "inputs; declare its operands (_parameters)"
+            )
+        # a child with holes has a view of its own, so the node is rebuilt
+        _DENSE[node] = node.over(*(_DENSE[c] if c.holes else c for c in node.children))
 
     fill(expr, lambda node: not node.holes or node in _DENSE, view)
     filled = [_zero_filled(sources[leaf.name]) for leaf in expr.sparse_inputs]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..tra.dag import Registry
 from ..tra.errors import fmt_key
 from ..tra.executor import apply_kernel, apply_map, check_relation
 from ..tra.expr import Concat
@@ -28,6 +29,9 @@ from .nodes import (
     Shuffle,
 )
 
+# each IA operator's value of one copy: (node, key, site, origin, Result, inputs) -> chunk
+VALUE = Registry("IA executor", "value", "@VALUE.register({}) in ia/executor.py")
+
 
 class Result:
     """Per-node values (``values[node.uid][(key, site, origin)]``) and the bytes that crossed sites."""
@@ -41,10 +45,11 @@ class Result:
 def execute(plan: IANode, inputs: Mapping[str, Mapping[Any, Any]]) -> Result:
     res = Result()
     for node in plan.walk():
+        value = VALUE(node)
         vals: dict[tuple[Any, int, Any], Any] = {}
         for key, copies in node.copies.items():
             for site, origin in copies:
-                v = vals[(key, site, origin)] = _value(node, key, site, origin, res, inputs)
+                v = vals[(key, site, origin)] = value(node, key, site, origin, res, inputs)
                 if (origin, site) not in res.present:
                     if isinstance(node, (Broadcast, Shuffle)):
                         res.bytes_moved += int(v.nbytes)
@@ -85,32 +90,46 @@ def _from_child(node: Any, key: Any, origin: Any, res: Result) -> Any:
     raise KeyError(key)
 
 
-def _value(node: IANode, key: Any, site: int, origin: Any, res: Result, inputs: Mapping[str, Mapping[Any, Any]]) -> Any:
-    if isinstance(node, Placed):
-        rel = inputs[node.input.name]
-        if key not in rel:
-            check_relation(rel, node.type, node.describe())
-        chunk = rel[key]
-        if tuple(chunk.shape) != node.type.chunk_shape(key):
-            check_relation(rel, node.type, node.describe())
-        return chunk
-    if isinstance(node, (Broadcast, Shuffle, LocalFilter)):
-        return _from_child(node, key, origin, res)
-    if isinstance(node, LocalJoin):
-        lk, rk = node.sources(key, site)
-        l, r = _at(node.left, lk, site, res), _at(node.right, rk, site, res)
-        return apply_kernel(node.op, node.op.kernel, (l, r), key)
-    if isinstance(node, LocalAggregate):
-        members = node.members[(key, site)]
-        chunks = [res.values[node.child.uid][(k, site, o)] for k, o in members]
-        if isinstance(node.op, Concat):
-            kd = node.op.key_dim
-            order = sorted(range(len(members)), key=lambda i: members[i][0][kd])
-            return concat_chunks([chunks[i] for i in order], node.op.array_dim)
-        acc = chunks[0]
-        for c in chunks[1:]:
-            acc = apply_kernel(node.op, node.op.kernel, (acc, c), key)
-        return acc
-    if isinstance(node, LocalMap):
-        return apply_map(node.op, node.op, _at(node.child, node.source(key), site, res), key)
-    raise TypeError(f"unknown IA node {node!r}")
+Inputs = Mapping[str, Mapping[Any, Any]]
+
+
+@VALUE.register(Placed)
+def _placed(node: Placed, key: Any, site: int, origin: Any, res: Result, inputs: Inputs) -> Any:
+    rel = inputs[node.input.name]
+    if key not in rel:
+        check_relation(rel, node.type, node.describe())
+    chunk = rel[key]
+    if tuple(chunk.shape) != node.type.chunk_shape(key):
+        check_relation(rel, node.type, node.describe())
+    return chunk
+
+
+@VALUE.register(Broadcast, Shuffle, LocalFilter)
+def _moved(node: IANode, key: Any, site: int, origin: Any, res: Result, inputs: Inputs) -> Any:
+    return _from_child(node, key, origin, res)
+
+
+@VALUE.register(LocalJoin)
+def _local_join(node: LocalJoin, key: Any, site: int, origin: Any, res: Result, inputs: Inputs) -> Any:
+    lk, rk = node.sources(key, site)
+    l, r = _at(node.left, lk, site, res), _at(node.right, rk, site, res)
+    return apply_kernel(node.op, node.kernel, (l, r), key)
+
+
+@VALUE.register(LocalAggregate)
+def _local_aggregate(node: LocalAggregate, key: Any, site: int, origin: Any, res: Result, inputs: Inputs) -> Any:
+    members = node.members[(key, site)]
+    chunks = [res.values[node.child.uid][(k, site, o)] for k, o in members]
+    if isinstance(node.op, Concat):
+        kd = node.op.key_dim
+        order = sorted(range(len(members)), key=lambda i: members[i][0][kd])
+        return concat_chunks([chunks[i] for i in order], node.op.array_dim)
+    acc = chunks[0]
+    for c in chunks[1:]:
+        acc = apply_kernel(node.op, node.op.kernel, (acc, c), key)
+    return acc
+
+
+@VALUE.register(LocalMap)
+def _local_map(node: LocalMap, key: Any, site: int, origin: Any, res: Result, inputs: Inputs) -> Any:
+    return apply_map(node.op, node.op, _at(node.child, node.source(key), site, res), key)

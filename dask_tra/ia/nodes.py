@@ -6,7 +6,9 @@ the chunk (a placed input, a local join at a site, ...). Moves (``Broadcast``,
 ``Shuffle``) keep origins, so a copy arriving where its origin already is costs nothing;
 this is also what Dask does (one transfer per distinct key and worker).
 
-Local operators mirror TRA operators and reuse the TRA nodes for their output types.
+Local operators mirror TRA operators and reuse the TRA nodes for their output types. Each
+node declares its operands (``_parameters``, as the TRA's: ``dag.Operands``), so a rule
+rebuilds any node over new children with ``node.over(*children)``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..tra import expr as tra
-from ..tra.dag import render, walk
+from ..tra.dag import Operands, render, walk
 from ..tra.errors import TRAError, fmt_key
 from ..tra.kernels import Kernel
 from ..tra.keyfuncs import KeyMap, KeyPred
@@ -39,7 +41,7 @@ def _placeholder(type_: RelationType) -> tra.Input:
     return tra.Input("_", type_)
 
 
-class IANode:
+class IANode(Operands):
     """Base IA node: ``children``, ``type`` (logical metadata), ``s`` (site count), ``copies``."""
 
     kind = "ia"
@@ -93,6 +95,7 @@ class Placed(IANode):
     """A TRA input laid out on sites by a partitioning (Grid, SiteMap or ALL)."""
 
     kind = "input"
+    _parameters = ("input", "placement", "s")
 
     def __init__(self, input: tra.Input, placement: Placement, s: int):
         super().__init__()
@@ -114,6 +117,8 @@ class Placed(IANode):
 
 
 class _Move(IANode):
+    _parameters: tuple[str, ...] | None = ("child",)
+
     def __init__(self, child: IANode):
         super().__init__()
         self.children, self.child, self.s, self.type = (child,), child, child.s, child.type
@@ -144,6 +149,7 @@ class Shuffle(_Move):
     """SHUF: every tuple to the site(s) a partitioning names (PART(D), a Grid, or a SiteMap)."""
 
     kind = "shuffle"
+    _parameters = ("child", "placement")
 
     def __init__(self, child: IANode, placement: Placement):
         super().__init__(child)
@@ -162,6 +168,7 @@ class LocalJoin(IANode):
     tuple is made at its one site only, though its inputs may meet at others too."""
 
     kind = "localjoin"
+    _parameters = ("left", "right", "left_keys", "right_keys", "kernel", "at")
 
     def __init__(
         self,
@@ -177,6 +184,7 @@ class LocalJoin(IANode):
         self.children, self.left, self.right = (left, right), left, right
         self.s = left.s
         self.op = tra.Join(_placeholder(left.type), _placeholder(right.type), left_keys, right_keys, kernel)
+        self.left_keys, self.right_keys, self.kernel = self.op.left_keys, self.op.right_keys, kernel
         self.type = self.op.type
         self._kl = left.type.key_arity
         self._right_pos = tuple(self.op.right_out[d] for d in range(right.type.key_arity))  # in the output key
@@ -221,6 +229,7 @@ class LocalAggregate(IANode):
     """ΣL: group the tuples at each site by key dims and fold them (or concatenate, for Concat)."""
 
     kind = "localagg"
+    _parameters = ("child", "group_by", "kernel", "concat")
 
     op: tra.Concat | tra.Aggregate
 
@@ -233,6 +242,7 @@ class LocalAggregate(IANode):
     ):
         super().__init__()
         self.children, self.child, self.s = (child,), child, child.s
+        self.kernel, self.concat = kernel, None if concat is None else tuple(concat)
         self.group_by: tuple[int, ...]
         if concat is not None:
             self.op = tra.Concat(_placeholder(child.type), *concat)
@@ -273,10 +283,11 @@ class LocalFilter(IANode):
     """σL: keep tuples whose key passes; sites unchanged."""
 
     kind = "localfilter"
+    _parameters = ("child", "predicate")
 
     def __init__(self, child: IANode, predicate: KeyPred):
         super().__init__()
-        self.children, self.child, self.s = (child,), child, child.s
+        self.children, self.child, self.s, self.predicate = (child,), child, child.s, predicate
         self.op = tra.Filter(_placeholder(child.type), predicate)
         self.type = self.op.type
 
@@ -336,6 +347,7 @@ class LocalMap(IANode):
     duplicating tuples into new key dims)."""
 
     kind = "localmap"
+    _parameters = ("child", "op")
 
     def __init__(self, child: IANode, op: tra.TupleMap | Expand):
         super().__init__()
@@ -351,6 +363,10 @@ class LocalMap(IANode):
                 # the input's (a replica's map is a replica)
                 out[nk] = list(cs) if self.pure_copy else [(t, self.new_origin(nk, o[2])) for t, o in cs]
         return out
+
+    def over(self, child: IANode) -> LocalMap:
+        """The same map over ``child``, its operator rebuilt for ``child``'s type (``local_map``)."""
+        return local_map(child, self.op)
 
     def out_keys(self, key: Key) -> list[Key]:
         return self.op.out_keys(key)

@@ -9,7 +9,83 @@ of the tree it unfolds to.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar, cast
+
+from .errors import TRAError
+
+N = TypeVar("N", bound="Operands")
+
+
+class Operands:
+    """Declared operands, as dask's ``Expr._parameters``: ``_parameters`` names the constructor's
+    arguments, children first, each kept as an attribute of that name (TRA and IA nodes)."""
+
+    children: tuple = ()
+    _parameters: tuple[str, ...] | None = None
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def operands(self) -> tuple:
+        """The constructor's arguments, as ``_parameters`` names them."""
+        names = type(self)._parameters
+        if names is None:
+            raise TRAError(
+                f"{self.describe()}: {type(self).__name__} declares no operands "
+                "(_parameters: its constructor's argument names, children first)"
+            )
+        return tuple(getattr(self, p) for p in names)
+
+    @property
+    def params(self) -> tuple:
+        """The operands after the children."""
+        return self.operands[len(self.children) :]
+
+    def over(self: N, *children: Any) -> N:
+        """The same operator over other inputs, of the same types as its own."""
+        return cast(Any, type(self))(*children, *self.params)
+
+
+class Registry:
+    """One layer's meaning of each node type: a function per class, registered once
+    (``@REGISTRY.register(TheNode)``) and found along the node's MRO, so a subclass (a new
+    ``TupleMap``) inherits its base's entry. A node no class of which is registered gets
+    ``error``, naming the layer, the node and how to register it."""
+
+    def __init__(self, layer: str, what: str, how: str, error: type[Exception] = TRAError) -> None:
+        self.layer, self.what, self.how, self.error = layer, what, how, error
+        self._own: dict[type, Callable] = {}
+        self._found: dict[type, Callable | None] = {}  # class -> its entry along the MRO
+
+    def register(self, *types: type) -> Callable[[Callable], Callable]:
+        """A decorator registering its function for ``types``."""
+
+        def add(fn: Callable) -> Callable:
+            for t in types:
+                self._own[t] = fn
+            self._found.clear()
+            return fn
+
+        return add
+
+    def get(self, cls: type) -> Callable | None:
+        """The entry of ``cls`` or of its nearest registered base; None if there is none."""
+        try:
+            return self._found[cls]
+        except KeyError:
+            fn = self._found[cls] = next((self._own[c] for c in cls.__mro__ if c in self._own), None)
+            return fn
+
+    def __call__(self, node: Any) -> Callable:
+        """The entry for ``node``; ``error`` when its type has none."""
+        fn = self.get(type(node))
+        if fn is None:
+            name = type(node).__name__
+            raise self.error(
+                f"{self.layer}: {node.describe()}: no {self.what} for {name}; register one with {self.how.format(name)}"
+            )
+        return fn
 
 
 def walk(root: Any) -> list:

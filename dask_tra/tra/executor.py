@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .dag import Registry
 from .errors import ChunkShapeError, KernelError, TRAError, fmt_key
 from .expr import Aggregate, Concat, Expr, Input, Join, TupleMap
 from .kernels import concat_chunks
@@ -18,12 +19,18 @@ from .relation import RelationType
 
 Rel = dict[tuple[int, ...], Any]  # {key: chunk}
 
+# each operator's semantics: (node, *child relations) -> relation
+REFERENCE = Registry("reference executor", "reference semantics", "register_reference({}, fn)")
+
 
 def evaluate(expr: Expr, inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
     """Value of ``expr`` given ``inputs``: input name -> {key: chunk}."""
     memo: dict[int, Rel] = {}
     for node in expr.walk():
-        memo[id(node)] = _eval_node(node, [memo[id(c)] for c in node.children], inputs)
+        if isinstance(node, Input):  # a leaf: the data supplied
+            memo[id(node)] = _input(node, inputs)
+        else:
+            memo[id(node)] = REFERENCE(node)(node, *[memo[id(c)] for c in node.children])
     return memo[id(expr)]
 
 
@@ -73,21 +80,26 @@ def apply_map(node: Any, op: Any, chunk: Any, key: tuple[int, ...]) -> Any:
     return apply_kernel(node, fn, (chunk, *args), key)
 
 
-def _eval_node(node: Expr, args: list[Rel], inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
-    if isinstance(node, Input):
-        if node.name not in inputs:
-            raise TRAError(f"{node.describe()}: no data supplied")
-        rel = {tuple(int(i) for i in k): v for k, v in inputs[node.name].items()}
-        check_relation(rel, node.type, node.describe())
-        return rel
-    if isinstance(node, TupleMap):
-        return {nk: apply_map(node, node, chunk, nk) for k, chunk in args[0].items() for nk in node.out_keys(k)}
-    fn = next((_EVAL[c] for c in type(node).__mro__ if c in _EVAL), None)
-    if fn is None:
-        raise TRAError(f"{node.describe()}: no reference semantics for {type(node).__name__} (register_reference)")
-    return fn(node, *args)
+def register_reference(op: type, fn: Callable[..., Rel]) -> None:
+    """The reference semantics of a TRA operator class that is not a ``TupleMap``:
+    ``fn(node, *child relations) -> relation`` over ``{key: chunk}`` dicts."""
+    REFERENCE.register(op)(fn)
 
 
+def _input(node: Input, inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
+    if node.name not in inputs:
+        raise TRAError(f"{node.describe()}: no data supplied")
+    rel = {tuple(int(i) for i in k): v for k, v in inputs[node.name].items()}
+    check_relation(rel, node.type, node.describe())
+    return rel
+
+
+@REFERENCE.register(TupleMap)
+def _tuple_map(node: TupleMap, rel: Rel) -> Rel:
+    return {nk: apply_map(node, node, chunk, nk) for k, chunk in rel.items() for nk in node.out_keys(k)}
+
+
+@REFERENCE.register(Join)
 def _join(node: Join, left: Rel, right: Rel) -> Rel:
     index = defaultdict(list)
     for rk, rc in right.items():
@@ -100,6 +112,7 @@ def _join(node: Join, left: Rel, right: Rel) -> Rel:
     return out
 
 
+@REFERENCE.register(Aggregate)
 def _aggregate(node: Aggregate, rel: Rel) -> Rel:
     out: Rel = {}
     for k in sorted(rel):
@@ -108,22 +121,9 @@ def _aggregate(node: Aggregate, rel: Rel) -> Rel:
     return out
 
 
+@REFERENCE.register(Concat)
 def _concat(node: Concat, rel: Rel) -> Rel:
     groups = defaultdict(list)
     for k in sorted(rel, key=lambda k: k[node.key_dim]):
         groups[k[: node.key_dim] + k[node.key_dim + 1 :]].append(rel[k])
     return {g: concat_chunks(cs, node.array_dim) for g, cs in groups.items()}
-
-
-# the apply function of each operator but the tuple maps: (node, *child relations) -> relation
-_EVAL: dict[type, Callable[..., Rel]] = {
-    Join: _join,
-    Aggregate: _aggregate,
-    Concat: _concat,
-}
-
-
-def register_reference(op: type, fn: Callable[..., Rel]) -> None:
-    """The reference semantics of a TRA operator class that is not a ``TupleMap``:
-    ``fn(node, *child relations) -> relation`` over ``{key: chunk}`` dicts."""
-    _EVAL[op] = fn

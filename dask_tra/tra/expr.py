@@ -3,9 +3,13 @@
 The four per-tuple operators (ReKey, Filter, Transform, Tile) are ``TupleMap``s: the layers
 below know them by that protocol only, so a new per-tuple operator is one class.
 
-Each node computes its output ``RelationType`` when it is built, so ill-formed
-expressions fail at call time with an error naming the operator. Nodes compare
-by identity: reusing one node object is how a DAG shares a sub-expression.
+Each node declares its operands, as dask's ``Expr._parameters`` does: the names of its
+constructor's arguments, children first, kept as attributes (``dag.Operands``). That gives
+every node ``operands``, ``params`` (the operands after the children), ``over`` (the same
+operator over other inputs) and pickling by constructor. Each node computes its output ``RelationType``
+when it is built, so ill-formed expressions fail at call time with an error naming the
+operator. Nodes compare by identity: reusing one node object is how a DAG shares a
+sub-expression.
 """
 
 from __future__ import annotations
@@ -18,21 +22,25 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from .dag import cached, render, walk
+from .dag import Operands, cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Bound, Kernel
 from .keyfuncs import KeyMap, KeyPred, dims_in
 from .relation import ChunkAxis, RelationType, infer_axis
 
 
-class Expr:
-    """Base TRA node. ``children`` are input expressions; ``type`` the output metadata."""
+class Expr(Operands):
+    """Base TRA node. ``children`` are input expressions; ``type`` the output metadata;
+    ``_parameters`` the constructor's argument names, children first (``dag.Operands``)."""
 
     children: tuple[Expr, ...] = ()
     type: RelationType
 
     def describe(self) -> str:
         raise NotImplementedError
+
+    def __reduce__(self) -> tuple:
+        return (type(self), self.operands)
 
     def walk(self) -> list[Expr]:
         """Every node of the DAG once, children before parents."""
@@ -97,6 +105,8 @@ class Input(Expr):
     """A named leaf relation (data supplied at execution). ``constant``: each chunk is one value
     repeated, a read-only view that takes no memory (``zeros``, ``ones``, ``full``)."""
 
+    _parameters = ("name", "type", "constant")
+
     def __init__(self, name: str, type: RelationType, constant: bool = False):
         self.name, self.type, self.constant = name, type, constant
 
@@ -128,10 +138,10 @@ class TupleMap(Expr):
     """A per-tuple operator: every output tuple is made from one input tuple, where it sits.
 
     Layers below the TRA handle every subclass through this protocol alone (the IA's
-    ``LocalMap``, the optimizer's ``local`` strategy and its closed-form cost, emission and
-    both executors), so a new per-tuple operator is one class. A subclass computes ``type``
-    in its constructor, keeps its constructor's arguments after the child in ``params``, and
-    overrides what differs from an identity:
+    ``LocalMap``, the optimizer's ``local`` strategy and its closed-form cost, emission, zero
+    filling and both executors), so a new per-tuple operator is one class. A subclass declares
+    ``_parameters`` (``("child", ...)``, each kept as an attribute), computes ``type`` in its
+    constructor, and overrides what differs from an identity:
 
     - ``out_keys(key)``: the output keys made from the input tuple at ``key``;
     - ``source(key)``: the input key an output key is made from;
@@ -144,7 +154,6 @@ class TupleMap(Expr):
     """
 
     child: Expr
-    params: tuple = ()
     pure_copy = False
     keeps_keys = False  # out_keys(k) == [k] for every k (the optimizer skips relabelling)
     flops = 0.0
@@ -157,10 +166,6 @@ class TupleMap(Expr):
 
     def chunk_task(self, key: Key) -> tuple | None:
         return None
-
-    def over(self, child: Expr) -> TupleMap:
-        """The same operator over another input of the same type."""
-        return cast(Any, type(self))(child, *self.params)
 
     @property
     def label(self) -> str:
@@ -175,6 +180,8 @@ class Join(Expr):
     holes (block-sparse: a missing block is zeros) only under a kernel that annihilates zeros:
     the output holds the pairs that meet (an inner join).
     """
+
+    _parameters = ("left", "right", "left_keys", "right_keys", "kernel")
 
     def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel):
         self.children = (left, right)
@@ -244,6 +251,8 @@ class Aggregate(Expr):
     An input with holes only under a kernel whose identity is zero (add): the output holds the
     groups that received a tuple."""
 
+    _parameters = ("child", "group_by", "kernel")
+
     def __init__(self, child: Expr, group_by: Iterable[int], kernel: Kernel):
         self.children = (child,)
         self.child, self.kernel = child, kernel
@@ -283,11 +292,12 @@ class Aggregate(Expr):
 class ReKey(TupleMap):
     """ReKey(keyFunc): apply keyFunc to every key. Checks key uniqueness (it can break it)."""
 
+    _parameters = ("child", "key_fn")
     pure_copy = True
 
     def __init__(self, child: Expr, key_fn: KeyMap):
         self.children = (child,)
-        self.child, self.key_fn, self.params = child, key_fn, (key_fn,)
+        self.child, self.key_fn = child, key_fn
         t = child.type
         perm = key_fn.select
         if t.keys is None and perm is not None and sorted(perm) == list(range(t.key_arity)):
@@ -354,11 +364,12 @@ def _whole_grid(t: RelationType, key_fn: KeyMap) -> dict | None:
 class Filter(TupleMap):
     """σ(boolFunc): keep tuples whose key satisfies boolFunc. May leave holes (sparse keys)."""
 
+    _parameters = ("child", "predicate")
     pure_copy = True
 
     def __init__(self, child: Expr, predicate: KeyPred):
         self.children = (child,)
-        self.child, self.predicate, self.params = child, predicate, (predicate,)
+        self.child, self.predicate = child, predicate
         t = child.type
         kept = _kept(t, predicate)
         frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
@@ -408,12 +419,13 @@ def keep_blocks(expr: Expr, axis: int, used: Iterable[int]) -> ReKey:
 class Transform(TupleMap):
     """λ(transformFunc): apply a unary kernel to every chunk; keys unchanged."""
 
+    _parameters = ("child", "kernel")
     keeps_keys = True
     flops = 1.0
 
     def __init__(self, child: Expr, kernel: Kernel):
         self.children = (child,)
-        self.child, self.kernel, self.params = child, kernel, (kernel,)
+        self.child, self.kernel = child, kernel
         who = f"Transform({getattr(kernel, 'name', kernel)})"
         _check_kernel(kernel, 1, who)
         t = child.type
@@ -438,10 +450,11 @@ class Tile(TupleMap):
     """Tile(tileDim, tileSize): cut every chunk along a chunk axis; a new last key dim counts tiles
     (of the tuples present: a missing block's tiles are missing)."""
 
+    _parameters = ("child", "tile_dim", "tile_size")
+
     def __init__(self, child: Expr, tile_dim: int, tile_size: int):
         self.children = (child,)
         self.child, self.tile_dim, self.tile_size = child, int(tile_dim), int(tile_size)
-        self.params = (self.tile_dim, self.tile_size)
         t = child.type
         if not 0 <= self.tile_dim < t.rank:
             self._fail(TRAError, f"chunk axis {tile_dim} out of range for chunk rank {t.rank}")
@@ -488,6 +501,8 @@ def tile_chunk(chunk: Any, dim: int, size: int, t: int) -> Any:
 class Concat(Expr):
     """Concat(keyDim, arrayDim): group by all other key dims, concatenate along arrayDim in keyDim order."""
 
+    _parameters = ("child", "key_dim", "array_dim")
+
     def __init__(self, child: Expr, key_dim: int, array_dim: int):
         self.children = (child,)
         self.child, self.key_dim, self.array_dim = child, int(key_dim), int(array_dim)
@@ -524,16 +539,8 @@ OPERATORS = (Join, Aggregate, ReKey, Filter, Transform, Tile, Concat)
 
 
 def with_children(node: Expr, children: tuple[Expr, ...]) -> Expr:
-    """The operator ``node`` over other inputs, of the same types as its own."""
-    if isinstance(node, TupleMap):
-        return node.over(*children)
-    if isinstance(node, Join):
-        return Join(children[0], children[1], node.left_keys, node.right_keys, node.kernel)
-    if isinstance(node, Aggregate):
-        return Aggregate(children[0], node.group_by, node.kernel)
-    if isinstance(node, Concat):
-        return Concat(children[0], node.key_dim, node.array_dim)
-    raise TRAError(f"{node.describe()}: not an operator with inputs")
+    """The operator ``node`` over other inputs, of the same types as its own (``Expr.over``)."""
+    return node.over(*children)
 
 
 def substitute(root: Expr, table: dict[str, Expr]) -> Expr:

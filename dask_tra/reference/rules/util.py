@@ -1,22 +1,13 @@
 """What the rewrite rules share: composed key maps and predicates, rebuilding an IA node over
-new children, and partitioning facts read from a node's ``copies`` (with the optimizer's
-``partitioned_by``, ``optimizer/layout.py``)."""
+new children (from its declared operands: ``IANode.over``), and partitioning facts read from a
+node's ``copies`` (with the optimizer's ``partitioned_by``, ``optimizer/layout.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...ia.nodes import (
-    Broadcast,
-    IANode,
-    LocalAggregate,
-    LocalFilter,
-    LocalJoin,
-    LocalMap,
-    Shuffle,
-    local_map,
-)
+from ...ia.nodes import IANode
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
 from ...tra.keyfuncs import KeyMap, KeyPred
@@ -42,28 +33,11 @@ def filtered_type(node, pred: KeyPred):
     return tra.Filter(tra.Input("_", node.type), pred).type
 
 
-def _aggregate(node, child):
-    if isinstance(node.op, tra.Concat):
-        return LocalAggregate(child, concat=(node.op.key_dim, node.op.array_dim))
-    return LocalAggregate(child, node.group_by, node.op.kernel)
-
-
-# each IA operator rebuilt from (node, *new children)
-_REBUILD: dict[type, Callable[..., IANode]] = {
-    Broadcast: lambda n, c: Broadcast(c),
-    Shuffle: lambda n, c: Shuffle(c, n.placement),
-    LocalJoin: lambda n, l, r: LocalJoin(l, r, n.op.left_keys, n.op.right_keys, n.op.kernel),
-    LocalAggregate: _aggregate,
-    LocalFilter: lambda n, c: LocalFilter(c, n.op.predicate),
-    LocalMap: lambda n, c: local_map(c, n.op),
-}
-
-
 def rebuild(node: IANode, children: Sequence[IANode]) -> IANode:
     """``node``'s operator over new ``children``; ``node`` itself when they are the same objects."""
     if all(a is b for a, b in zip(node.children, children)):
         return node
-    return _REBUILD[type(node)](node, *children)
+    return node.over(*children)
 
 
 def one_copy_each(node: IANode) -> bool:
