@@ -20,7 +20,9 @@ import itertools
 import math
 from numbers import Integral
 
+import dask.array
 import numpy as np
+from dask.utils import derived_from
 
 from .creation import asarray
 from .relations import axis_of, offsets
@@ -28,6 +30,7 @@ from .relations import axis_of, offsets
 # ---------------------------------------------------------------- unify_chunks
 
 
+@derived_from(dask.array)
 def unify_chunks(*args, **kwargs):
     """dask.array.unify_chunks(x, 'ij', y, 'jk', ...): ``({index: chunks}, [arrays rechunked])``.
     A dim of extent 1 broadcasts (keeps its chunk); a value whose index is None is passed as is."""

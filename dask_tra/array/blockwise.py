@@ -26,6 +26,7 @@ import math
 from numbers import Integral
 
 import numpy as np
+from dask.utils import derived_from
 
 from .. import backends
 from ..runtime.sources import Ref, Source, fresh_name
@@ -1058,6 +1059,7 @@ def _along_axis(block, func1d, axis, fargs, fkwargs):
     return np.apply_along_axis(func1d, axis, block, *fargs, **fkwargs)
 
 
+@derived_from(np)
 def apply_along_axis(func1d, axis, arr, *args, dtype=None, shape=None, **kwargs):
     """dask.array.apply_along_axis: ``func1d`` on every 1-d slice along ``axis`` (that axis is
     first made one block)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import string
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import Aggregate, Filter, Join, Transform
 from ..tra import kernels as K
@@ -140,6 +141,7 @@ def _kernel(name_or_fn, table, what):
     raise TypeError(f"einsum: {what} must be a name, a callable or a kernel, got {type(name_or_fn).__name__}")
 
 
+@derived_from(np)
 def einsum(
     subscripts,
     *operands,
@@ -274,6 +276,7 @@ def _pair(left, right, out_s, later, comb, agg, dtype):
 LETTERS = string.ascii_letters
 
 
+@derived_from(np)
 def tensordot(a, b, axes=2):
     a, b = asarray(a), asarray(b)
     if np.ndim(axes) == 0:
@@ -296,6 +299,7 @@ def tensordot(a, b, axes=2):
     return einsum(f"{la},{lb}->{out}", a, b)
 
 
+@derived_from(np)
 def matmul(a, b, out=None, **kwargs):
     if out is not None:
         raise TypeError("matmul: out= is not supported by dask_tra arrays (they are immutable)")
@@ -319,6 +323,7 @@ def matmul(a, b, out=None, **kwargs):
     return einsum(f"{sa},{sb}->{out_s}", a, b)
 
 
+@derived_from(np)
 def dot(a, b, out=None):
     if out is not None:
         raise TypeError("dot: out= is not supported by dask_tra arrays (they are immutable)")
@@ -337,6 +342,7 @@ def dot(a, b, out=None):
     return einsum(f"{la},{lb}->{out}", a, b)
 
 
+@derived_from(np)
 def inner(a, b):
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
@@ -345,10 +351,12 @@ def inner(a, b):
     return einsum(f"{la},{lb}->{la[:-1] + lb[:-1]}", a, b)
 
 
+@derived_from(np)
 def outer(a, b):
     return einsum("i,j->ij", ravel(asarray(a)), ravel(asarray(b)))
 
 
+@derived_from(np)
 def vecdot(x1, x2, /, *, axis=-1):
     x1, x2 = asarray(x1), asarray(x2)
     n = max(x1.ndim, x2.ndim)

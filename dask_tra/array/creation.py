@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dask.utils import derived_from
 
 from .. import backends, config
 from ..runtime.sources import ArraySource, ConstantSource, DaskSource
@@ -72,6 +73,7 @@ def from_dask(x):
     return wrap_source(DaskSource(x))
 
 
+@derived_from(np)
 def asarray(
     a, allow_unknown_chunksizes=False, dtype=None, order=None, *, like=None, copy=None, chunks="auto", **kwargs
 ):
@@ -121,18 +123,22 @@ def _constant(word, shape, fill_value, dtype, chunks, name, backend=None):
     return wrap_source(source, name=name)
 
 
+@derived_from(np)
 def full(shape, fill_value, dtype=None, chunks="auto", name=None, **kwargs):
     return _constant("full", shape, fill_value, dtype, chunks, name)
 
 
+@derived_from(np)
 def zeros(shape, dtype=float, chunks="auto", name=None, **kwargs):
     return _constant("zeros", shape, 0, dtype, chunks, name)
 
 
+@derived_from(np)
 def ones(shape, dtype=float, chunks="auto", name=None, **kwargs):
     return _constant("ones", shape, 1, dtype, chunks, name)
 
 
+@derived_from(np)
 def empty(shape, dtype=float, chunks="auto", name=None, **kwargs):
     """Like zeros (chunks are made filled)."""
     return _constant("empty", shape, 0, dtype, chunks, name)
@@ -149,18 +155,22 @@ def _like(word, a, fill_value, dtype, chunks, shape, name):
     return _constant(word, shape, fill_value, dtype if dtype is not None else a.dtype, chunks, name, backend)
 
 
+@derived_from(np)
 def zeros_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
     return _like("zeros_like", a, 0, dtype, chunks, shape, name)
 
 
+@derived_from(np)
 def ones_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
     return _like("ones_like", a, 1, dtype, chunks, shape, name)
 
 
+@derived_from(np)
 def empty_like(a, dtype=None, chunks=None, shape=None, name=None, **kwargs):
     return _like("empty_like", a, 0, dtype, chunks, shape, name)
 
 
+@derived_from(np)
 def full_like(a, fill_value, dtype=None, chunks=None, shape=None, name=None, **kwargs):
     return _like("full_like", a, fill_value, dtype, chunks, shape, name)
 
@@ -173,6 +183,7 @@ def _blocks(kind, shape, chunks, dtype, params, backend=None):
     )
 
 
+@derived_from(np)
 def arange(start=None, stop=None, step=1, *, chunks="auto", like=None, dtype=None):
     """``arange(stop)`` or ``arange(start, stop, step)``; blocks are made on their site. Dtype,
     length and values are NumPy's for every kind of argument (Python or NumPy scalars): the
@@ -231,6 +242,7 @@ def _ceil_length(value) -> int:
     return 0 if length == 2**63 else length  # 2.0**63 passes NumPy's check and converts to INTP_MIN
 
 
+@derived_from(np)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, chunks="auto", dtype=None, **kwargs):
     num = int(num)
     if num < 0:
@@ -242,6 +254,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, chunks="auto", d
     return (out, step) if retstep else out
 
 
+@derived_from(np)
 def eye(N, chunks="auto", M=None, k=0, dtype=float):
     M = N if M is None else M
     return _blocks("eye", (int(N), int(M)), chunks, dtype, (int(k),))

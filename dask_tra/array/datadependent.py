@@ -18,6 +18,7 @@ lazy TRA expression with known chunks.
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
@@ -41,18 +42,22 @@ def _wrap_np(values):
     return from_array(np.asarray(values))
 
 
+@derived_from(np)
 def nonzero(a):
     return tuple(_wrap_np(i) for i in np.nonzero(_mask(a)))
 
 
+@derived_from(np)
 def flatnonzero(a):
     return _wrap_np(np.flatnonzero(_mask(a)))
 
 
+@derived_from(np)
 def argwhere(a):
     return _wrap_np(np.argwhere(_mask(a)))
 
 
+@derived_from(np)
 def compress(condition, a, axis=None):
     """The slices of ``a`` along ``axis`` where ``condition`` holds (only the condition computes)."""
     a = asarray(a)
@@ -67,10 +72,12 @@ def compress(condition, a, axis=None):
     return a[(slice(None),) * axis + (np.flatnonzero(cond),)]
 
 
+@derived_from(np)
 def extract(condition, arr):
     return compress(np.ravel(_mask(condition)), ravel(asarray(arr)))
 
 
+@derived_from(np)
 def unique(ar, return_index=False, return_inverse=False, return_counts=False):
     out = np.unique(
         np.asarray(asarray(ar)), return_index=return_index, return_inverse=return_inverse, return_counts=return_counts
@@ -78,6 +85,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False):
     return tuple(_wrap_np(v) for v in out) if isinstance(out, tuple) else _wrap_np(out)
 
 
+@derived_from(np)
 def union1d(ar1, ar2):
     return unique(concatenate([ravel(asarray(ar1)), ravel(asarray(ar2))]))
 
@@ -121,6 +129,7 @@ def _counted(x, weights, kernel):
     return wrap(rekey(Aggregate(expr, [], K.add), [None] * len(kernel.n)), *parents)
 
 
+@derived_from(np)
 def bincount(x, weights=None, minlength=0):
     """numpy.bincount: the length comes from one max-reduction, the counts from the TRA."""
     x = asarray(x)
@@ -152,6 +161,7 @@ def _edges(a, bins, range):
     return np.histogram_bin_edges(np.empty(0), int(bins), range=range)
 
 
+@derived_from(np)
 def histogram(a, bins=10, range=None, normed=False, weights=None, density=None):
     """numpy.histogram: ``(counts, bin_edges)``; counts summed over chunks in the TRA."""
     a = asarray(a)
@@ -168,6 +178,7 @@ def histogram(a, bins=10, range=None, normed=False, weights=None, density=None):
     return counts, edges
 
 
+@derived_from(np)
 def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=None):
     """numpy.histogramdd of a (points, D) array or a sequence of D 1-d arrays: ``(counts, edges)``.
     ``normed`` is an alias of ``density`` (dask's); giving both is a TypeError."""
@@ -203,6 +214,7 @@ def histogramdd(sample, bins=10, range=None, normed=None, weights=None, density=
     return counts, edges
 
 
+@derived_from(np)
 def histogram2d(x, y, bins=10, range=None, normed=None, weights=None, density=None):
     """numpy.histogram2d: ``(counts, xedges, yedges)``."""
     counts, (ex, ey) = histogramdd([x, y], bins, range, normed=normed, weights=weights, density=density)

@@ -10,6 +10,7 @@ are checked at call time by a zero-size draw. ``multinomial`` and
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..runtime.sources import RandomSource
 
@@ -152,36 +153,37 @@ def _distribution(name):
 
 
 beta = _distribution("beta")
-binomial = _distribution("binomial")
-chisquare = _distribution("chisquare")
-exponential = _distribution("exponential")
-f = _distribution("f")
-gamma = _distribution("gamma")
-geometric = _distribution("geometric")
-gumbel = _distribution("gumbel")
-hypergeometric = _distribution("hypergeometric")
-laplace = _distribution("laplace")
-logistic = _distribution("logistic")
-lognormal = _distribution("lognormal")
-logseries = _distribution("logseries")
-negative_binomial = _distribution("negative_binomial")
-noncentral_chisquare = _distribution("noncentral_chisquare")
-noncentral_f = _distribution("noncentral_f")
-pareto = _distribution("pareto")
-poisson = _distribution("poisson")
-power = _distribution("power")
-rayleigh = _distribution("rayleigh")
-standard_cauchy = _distribution("standard_cauchy")
-standard_exponential = _distribution("standard_exponential")
-standard_gamma = _distribution("standard_gamma")
-standard_t = _distribution("standard_t")
-triangular = _distribution("triangular")
-vonmises = _distribution("vonmises")
-wald = _distribution("wald")
-weibull = _distribution("weibull")
-zipf = _distribution("zipf")
+binomial = derived_from(np.random.RandomState)(_distribution("binomial"))
+chisquare = derived_from(np.random.RandomState)(_distribution("chisquare"))
+exponential = derived_from(np.random.RandomState)(_distribution("exponential"))
+f = derived_from(np.random.RandomState)(_distribution("f"))
+gamma = derived_from(np.random.RandomState)(_distribution("gamma"))
+geometric = derived_from(np.random.RandomState)(_distribution("geometric"))
+gumbel = derived_from(np.random.RandomState)(_distribution("gumbel"))
+hypergeometric = derived_from(np.random.RandomState)(_distribution("hypergeometric"))
+laplace = derived_from(np.random.RandomState)(_distribution("laplace"))
+logistic = derived_from(np.random.RandomState)(_distribution("logistic"))
+lognormal = derived_from(np.random.RandomState)(_distribution("lognormal"))
+logseries = derived_from(np.random.RandomState)(_distribution("logseries"))
+negative_binomial = derived_from(np.random.RandomState)(_distribution("negative_binomial"))
+noncentral_chisquare = derived_from(np.random.RandomState)(_distribution("noncentral_chisquare"))
+noncentral_f = derived_from(np.random.RandomState)(_distribution("noncentral_f"))
+pareto = derived_from(np.random.RandomState)(_distribution("pareto"))
+poisson = derived_from(np.random.RandomState)(_distribution("poisson"))
+power = derived_from(np.random.RandomState)(_distribution("power"))
+rayleigh = derived_from(np.random.RandomState)(_distribution("rayleigh"))
+standard_cauchy = derived_from(np.random.RandomState)(_distribution("standard_cauchy"))
+standard_exponential = derived_from(np.random.RandomState)(_distribution("standard_exponential"))
+standard_gamma = derived_from(np.random.RandomState)(_distribution("standard_gamma"))
+standard_t = derived_from(np.random.RandomState)(_distribution("standard_t"))
+triangular = derived_from(np.random.RandomState)(_distribution("triangular"))
+vonmises = derived_from(np.random.RandomState)(_distribution("vonmises"))
+wald = derived_from(np.random.RandomState)(_distribution("wald"))
+weibull = derived_from(np.random.RandomState)(_distribution("weibull"))
+zipf = derived_from(np.random.RandomState)(_distribution("zipf"))
 
 
+@derived_from(np.random.RandomState)
 def multinomial(n, pvals, size=None, chunks="auto", seed=None):
     pvals = np.asarray(pvals, dtype=np.float64)
     return draw("multinomial", size, chunks, seed, _INT, {"n": n, "pvals": pvals}, trailing=len(pvals))
@@ -200,6 +202,7 @@ def multivariate_hypergeometric(colors, nsample, size=None, method="marginals", 
     )
 
 
+@derived_from(np.random.RandomState)
 def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
     """Samples of ``a`` (an int: ``arange(a)``; or a 1-d array), with probabilities ``p``."""
     from .creation import _shape
@@ -221,6 +224,7 @@ def choice(a, size=None, replace=True, p=None, chunks="auto", seed=None):
     return draw("choice", size, chunks, seed, pop.dtype, params)
 
 
+@derived_from(np.random.RandomState)
 def permutation(x, seed=None):
     """A random permutation of ``arange(x)`` (x an int) or of ``x`` along its first axis."""
     from .creation import arange, asarray

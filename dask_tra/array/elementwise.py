@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dask.utils import derived_from
 
 from .. import backends
 from ..tra import Join, Transform
@@ -173,8 +174,6 @@ def _lazy(args, kwargs) -> bool:
 
 def _derived_doc(obj, source=np):
     """dask.array's docstring of a wrapper: NumPy's, after dask's disclaimer."""
-    from dask.utils import derived_from
-
     return derived_from(source)(obj)
 
 
@@ -270,6 +269,7 @@ class ufunc:
         return self(reshape(A, A.shape + (1,) * B.ndim), B, **kwargs)
 
 
+@derived_from(np)
 def frompyfunc(func, nin, nout):
     """dask.array.frompyfunc: ``np.frompyfunc(func, nin, nout)`` as a ``ufunc`` object. Its
     results are object arrays: on NumPy inputs NumPy's; on RelArrays a TypeError (dask_tra
@@ -306,12 +306,14 @@ UFUNCS += ["frexp", "modf"]
 abs = globals()["absolute"]  # noqa: A001
 
 
+@derived_from(np)
 def where(condition, x=None, y=None):
     if x is None and y is None:
         raise NotImplementedError("where(condition) (nonzero) has a data-dependent shape; pass x and y")
     return elementwise("where", where_values, condition, x, y)
 
 
+@derived_from(np)
 def clip(a, a_min=None, a_max=None, **kwargs):
     a_min, a_max = kwargs.pop("min", a_min), kwargs.pop("max", a_max)
     if not _lazy((a, a_min, a_max), kwargs):
@@ -319,6 +321,7 @@ def clip(a, a_min=None, a_max=None, **kwargs):
     return elementwise("clip", clip_values, a, a_min, a_max)
 
 
+@derived_from(np)
 def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
     kwargs.pop("order", None)  # dask.array ignores the memory layout too
     if kwargs:
@@ -361,6 +364,7 @@ def around(x, decimals=0):
 round = around  # noqa: A001
 
 
+@derived_from(np)
 def real(x):
     if not _lazy((x,), {}):
         return np.real(x)
@@ -369,22 +373,26 @@ def real(x):
     return elementwise("real", real_values, x)
 
 
+@derived_from(np)
 def imag(x):
     if not _lazy((x,), {}):
         return np.imag(x)
     return elementwise("imag", imag_values, x)
 
 
+@derived_from(np)
 def angle(x, deg=False):
     if not _lazy((x,), {}):
         return np.angle(x, deg=deg)
     return elementwise("angle", Op(angle_values, deg=deg), x)
 
 
+@derived_from(np)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return elementwise("isclose", Op(isclose_values, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
 
 
+@derived_from(np)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if not _lazy((x,), {}):
         return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)

@@ -11,6 +11,7 @@ arange-based arrays; the shifts are rolls.
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import Transform
 from ..tra.relation import ChunkAxis
@@ -81,7 +82,7 @@ def _one(kind):
 
     f.__name__ = kind
     f.__doc__ = f"numpy.fft.{kind} along ``axis`` (rechunked to one block)."
-    return f
+    return derived_from(np.fft)(f)
 
 
 fft, ifft, rfft, irfft, hfft, ihfft = (_one(k) for k in _KINDS)
@@ -120,7 +121,7 @@ def _nd(kind):
 
     f.__name__ = f"{kind}n"
     f.__doc__ = f"numpy.fft.{kind}n: 1-d transforms along each of ``axes``."
-    return f
+    return derived_from(np.fft)(f)
 
 
 fftn, ifftn, rfftn, irfftn = (_nd(k) for k in ("fft", "ifft", "rfft", "irfft"))
@@ -132,12 +133,13 @@ def _two(nd):
 
     f.__name__ = nd.__name__[:-1] + "2"
     f.__doc__ = f"numpy.fft.{f.__name__}."
-    return f
+    return derived_from(np.fft)(f)
 
 
 fft2, ifft2, rfft2, irfft2 = (_two(g) for g in (fftn, ifftn, rfftn, irfftn))
 
 
+@derived_from(np.fft)
 def fftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
     """Sample frequencies of ``fft`` of length ``n``: [0, 1, ..., -1] / (d n)."""
     from .creation import arange
@@ -149,6 +151,7 @@ def fftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
     return out if dtype is None else out.astype(dtype)
 
 
+@derived_from(np.fft)
 def rfftfreq(n, d=1.0, chunks="auto", *, dtype=None, device=None):
     """Sample frequencies of ``rfft`` of length ``n``: [0, 1, ..., n // 2] / (d n)."""
     from .creation import arange
@@ -168,11 +171,13 @@ def _shift(a, axes, sign):
     return roll(a, [sign * (a.shape[ax] // 2) for ax in axes], axes)
 
 
+@derived_from(np.fft)
 def fftshift(x, axes=None):
     """Zero frequency to the centre: a roll by n // 2 along ``axes``."""
     return _shift(x, axes, 1)
 
 
+@derived_from(np.fft)
 def ifftshift(x, axes=None):
     """The inverse of ``fftshift``."""
     return _shift(x, axes, -1)

@@ -17,7 +17,9 @@ import re
 import sys
 import traceback
 
+import dask.array
 import numpy as np
+from dask.utils import derived_from
 
 from .blockwise import _blockwise
 
@@ -236,6 +238,7 @@ class _NoInputs:
         return self.func(**kwargs)
 
 
+@derived_from(dask.array)
 def apply_gufunc(
     func,
     signature,
@@ -426,6 +429,7 @@ class gufunc:
         return f"<gufunc {self.__name__} {self.signature!r}>"
 
 
+@derived_from(dask.array)
 def as_gufunc(signature=None, **kwargs):
     """Decorator: ``@as_gufunc("(i)->()", output_dtypes=float)`` makes a function a ``gufunc``."""
     unknown = set(kwargs) - set(_OPTIONS)

@@ -25,8 +25,10 @@ from __future__ import annotations
 import os
 import pickle
 
+import dask.array
 import numpy as np
 from dask.delayed import delayed
+from dask.utils import derived_from
 
 from .. import backends
 from ..runtime.sources import Source, fresh_name
@@ -252,6 +254,7 @@ def _write_block(block, target, origin, lock, return_stored, block_info=None):
     return block if return_stored else np.full((1,) * data.ndim, data.size, dtype=np.int64)
 
 
+@derived_from(dask.array)
 def store(sources, targets, lock=True, regions=None, compute=True, return_stored=False, **kwargs):
     """dask.array.store: write each source into its target (``target[region] = block``), block by
     block, where each block is computed. ``lock``: True (one lock per process), False, or a lock.

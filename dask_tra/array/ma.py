@@ -12,6 +12,7 @@ was masked.
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..backends import masked as _masked
 from .creation import asarray
@@ -102,6 +103,7 @@ def _apply(name, fn, *args, dtype=None):
 # ---------------------------------------------------------------- masking
 
 
+@derived_from(np.ma)
 def masked_where(condition, a):
     """``numpy.ma.masked_where``: ``a`` masked where ``condition`` is true (of ``a``'s shape, or a
     scalar)."""
@@ -159,6 +161,7 @@ def masked_outside(x, v1, v2):
     return _apply("masked_outside", (_masked_outside, v1, v2), x, dtype=x.dtype)
 
 
+@derived_from(np.ma)
 def masked_values(x, value, rtol=1e-05, atol=1e-08, shrink=True):
     x = _array(x)
     _scalar_only(value, "masked_values")
@@ -170,6 +173,7 @@ def masked_invalid(a):
     return _apply("masked_invalid", np.ma.masked_invalid, a, dtype=a.dtype)
 
 
+@derived_from(np.ma)
 def fix_invalid(a, fill_value=None):
     a = _array(a)
     return _apply("fix_invalid", (_fix_invalid, fill_value), a, dtype=a.dtype)
@@ -199,6 +203,7 @@ def masked_array(data, mask=np.ma.nomask, fill_value=None, chunks="auto", **kwar
 # ---------------------------------------------------------------- access
 
 
+@derived_from(np.ma)
 def filled(a, fill_value=None):
     """``numpy.ma.filled``: a plain array, masked elements replaced by ``fill_value`` (None: each
     block's own fill value, as NumPy)."""
@@ -216,6 +221,7 @@ def getmaskarray(a):
     return _apply("getmaskarray", _mask_of, a, dtype=bool)
 
 
+@derived_from(np.ma)
 def set_fill_value(a, fill_value):
     """``numpy.ma.set_fill_value``: in place, as dask (``a`` is rebound to the new blocks)."""
     a = _array(a)
@@ -235,14 +241,15 @@ def _like_func(name):
     return f
 
 
-empty_like = _like_func("empty_like")
-ones_like = _like_func("ones_like")
-zeros_like = _like_func("zeros_like")
+empty_like = derived_from(np.ma)(_like_func("empty_like"))
+ones_like = derived_from(np.ma)(_like_func("ones_like"))
+zeros_like = derived_from(np.ma)(_like_func("zeros_like"))
 
 
 # ---------------------------------------------------------------- built from array operations
 
 
+@derived_from(np.ma)
 def count(a, axis=None, keepdims=False, split_every=None):
     """``numpy.ma.count``: the unmasked elements along ``axis``."""
     from .elementwise import logical_not
@@ -251,6 +258,7 @@ def count(a, axis=None, keepdims=False, split_every=None):
     return sum(logical_not(getmaskarray(a)), axis=axis, keepdims=keepdims, dtype=np.intp)
 
 
+@derived_from(np.ma)
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """``numpy.ma.average``: masked elements (and their weights) left out."""
     from .elementwise import where
@@ -273,6 +281,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     return (avg, den) if returned else avg
 
 
+@derived_from(np.ma)
 def nonzero(a):
     """``numpy.ma.nonzero``: the indices of the unmasked non-zero elements."""
     from .datadependent import nonzero as _nonzero
@@ -280,6 +289,7 @@ def nonzero(a):
     return _nonzero(filled(a, 0))
 
 
+@derived_from(np.ma)
 def where(condition, x=None, y=None):
     """``numpy.ma.where``: masked where ``condition`` is masked, or where the chosen value is."""
     if (x is None) != (y is None):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from dask.utils import derived_from
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..tra import Join
@@ -20,6 +21,7 @@ from .stacking import concatenate
 from .structure import ravel, reshape
 
 
+@derived_from(np)
 def flip(m, axis=None):
     m = asarray(m)
     for d in axes_of(axis, m.ndim):
@@ -27,6 +29,7 @@ def flip(m, axis=None):
     return m
 
 
+@derived_from(np)
 def roll(a, shift, axis=None):
     """numpy.roll: ``shift`` and ``axis`` broadcast against each other (NumPy's errors at call
     time); shifts of one axis add up; each rolled axis is one gather."""
@@ -46,6 +49,7 @@ def roll(a, shift, axis=None):
     return a
 
 
+@derived_from(np)
 def repeat(a, repeats, axis=None):
     a = asarray(a)
     if axis is None:
@@ -54,6 +58,7 @@ def repeat(a, repeats, axis=None):
     return take(a, axis, np.repeat(np.arange(a.shape[axis]), repeats))
 
 
+@derived_from(np)
 def tile(A, reps):
     A = asarray(A)
     reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
@@ -67,6 +72,7 @@ def tile(A, reps):
     return A
 
 
+@derived_from(np)
 def broadcast_to(x, shape, chunks=None):
     x = asarray(x)
     shape = tuple(int(s) for s in shape)
@@ -100,6 +106,7 @@ def broadcast_like(v, template):
 register_partials(broadcast_like, (1, 0))
 
 
+@derived_from(np)
 def broadcast_arrays(*args):
     arrays = [asarray(a) for a in args]
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
@@ -122,10 +129,11 @@ def _triangle(which):
     return tri
 
 
-tril = _triangle("tril")
+tril = derived_from(np)(_triangle("tril"))
 triu = _triangle("triu")
 
 
+@derived_from(np)
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """numpy.diff: ``n == 0`` returns ``a`` unchanged (no prepend/append, as NumPy)."""
     a = asarray(a)

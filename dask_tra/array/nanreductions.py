@@ -14,6 +14,7 @@ Integer and boolean arrays hold no NaNs: these are the plain functions for them.
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from . import elementwise as ew
 from . import reductions as red
@@ -24,6 +25,7 @@ def _has_nan(a) -> bool:
     return a.dtype.kind in "fc"
 
 
+@derived_from(np)
 @red.with_out
 def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, _root=False, **kw):
     """numpy.nanvar over ``axis`` (None: all)."""
@@ -44,6 +46,7 @@ def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correc
     return ew.astype(ew.sqrt(v) if _root else v, res)
 
 
+@derived_from(np)
 def nanstd(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, **kw):
     """numpy.nanstd over ``axis`` (None: all)."""
     return nanvar(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
@@ -54,11 +57,13 @@ def _filled(a, value):
     return ew.where(ew.isnan(a), value, a) if _has_nan(a) else a
 
 
+@derived_from(np)
 def nancumsum(x, axis=None, dtype=None, out=None, **kw):
     """numpy.nancumsum: NaNs count as zero."""
     return red.cumsum(_filled(x, 0), axis, dtype, out=out, **kw)
 
 
+@derived_from(np)
 def nancumprod(x, axis=None, dtype=None, out=None, **kw):
     """numpy.nancumprod: NaNs count as one."""
     return red.cumprod(_filled(x, 1), axis, dtype, out=out, **kw)
@@ -88,7 +93,7 @@ def checked_index(index, all_nan):
     return index
 
 
-nanargmin = _nanarg("argmin", np.inf)
-nanargmax = _nanarg("argmax", -np.inf)
+nanargmin = derived_from(np)(_nanarg("argmin", np.inf))
+nanargmax = derived_from(np)(_nanarg("argmax", -np.inf))
 
 __all__ = ["nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanstd", "nanvar"]

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import math
 
+import dask.array
+import dask.array.overlap
 import numpy as np
+from dask.utils import derived_from
 
 from .blockwise import (
     _pair,
@@ -145,6 +148,7 @@ def coerce_depth_type(ndim, depth):
     return coerce_depth(ndim, depth)
 
 
+@derived_from(dask.array.overlap)
 def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True):
     """dask.array.overlap.sliding_window_view (``numpy.lib.stride_tricks``'s): dask's chunks
     (every windowed axis made of chunks holding a window, the other axes split as dask does

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from .creation import asarray
 from .rechunk import take
@@ -28,6 +29,7 @@ def _pairs(value, ndim, what):
     return [tuple(p) for p in v.tolist()]
 
 
+@derived_from(np)
 def pad(array, pad_width, mode="constant", **kwargs):
     """numpy.pad for modes constant, empty, edge, reflect, symmetric, wrap, maximum, minimum, mean."""
     from . import reductions

@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from dask.utils import derived_from
 
 from .blockwise import blockwise
 from .creation import asarray
@@ -137,6 +138,7 @@ def _reduce(fn, a, q, axis, method, keepdims, weights=None):
     )
 
 
+@derived_from(np)
 @with_out
 def median(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     """numpy.median along ``axis`` (None: all)."""
@@ -144,6 +146,7 @@ def median(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     return _reduce("median", a, None, axis, None, keepdims)
 
 
+@derived_from(np)
 @with_out
 def nanmedian(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     """numpy.nanmedian along ``axis`` (None: all)."""
@@ -151,6 +154,7 @@ def nanmedian(a, axis=None, keepdims=False, out=None, overwrite_input=False):
     return _reduce("nanmedian", a, None, axis, None, keepdims)
 
 
+@derived_from(np)
 @with_out
 def quantile(
     a,
@@ -169,6 +173,7 @@ def quantile(
     return _reduce("quantile", a, q, axis, interpolation or method, keepdims, weights)
 
 
+@derived_from(np)
 @with_out
 def nanquantile(
     a,
@@ -190,6 +195,7 @@ def nanquantile(
 _INTERNAL_METHODS = ("default", "dask", "tdigest")
 
 
+@derived_from(np)
 @with_out
 def percentile(
     a,
@@ -222,6 +228,7 @@ def percentile(
     return _reduce("percentile", a, q, axis, interpolation or method, keepdims, weights)
 
 
+@derived_from(np)
 @with_out
 def nanpercentile(
     a,

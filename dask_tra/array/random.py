@@ -8,7 +8,9 @@ successive calls draw from distinct, reproducible seeds.
 
 from __future__ import annotations
 
+import dask.array
 import numpy as np
+from dask.utils import derived_from
 
 from ..runtime.sources import RandomSource
 from . import distributions
@@ -26,6 +28,7 @@ def _make(method, shape, chunks, seed, dtype=np.float64, **params):
     return wrap_source(RandomSource(method, shape, auto_chunks(chunks, shape, dtype), seed, dtype, **params))
 
 
+@derived_from(dask.array.random)
 def random(size, chunks="auto", seed=None, dtype=np.float64):
     return _make("random", size, chunks, seed, dtype)
 
@@ -33,18 +36,22 @@ def random(size, chunks="auto", seed=None, dtype=np.float64):
 random_sample = random
 
 
+@derived_from(np.random.RandomState)
 def uniform(low=0.0, high=1.0, size=None, chunks="auto", seed=None, dtype=np.float64):
     return _make("uniform", size, chunks, seed, dtype, low=low, high=high)
 
 
+@derived_from(np.random.RandomState)
 def standard_normal(size, chunks="auto", seed=None, dtype=np.float64):
     return _make("standard_normal", size, chunks, seed, dtype)
 
 
+@derived_from(np.random.RandomState)
 def normal(loc=0.0, scale=1.0, size=None, chunks="auto", seed=None, dtype=np.float64):
     return _make("normal", size, chunks, seed, dtype, loc=loc, scale=scale)
 
 
+@derived_from(np.random.RandomState)
 def randint(low, high=None, size=None, chunks="auto", seed=None, dtype=np.int64):
     """Integers in [low, high) (or [0, low) when ``high`` is None)."""
     if high is None:
@@ -235,6 +242,7 @@ class RandomState(Generator):
         return self.integers(low, high, size, dtype, chunks)
 
 
+@derived_from(np.random)
 def default_rng(seed=None):
     """A ``Generator`` seeded by ``seed`` (None, ints, a SeedSequence, a BitGenerator or its
     class, a NumPy Generator); a dask_tra ``Generator`` is returned as it is (as dask)."""

@@ -25,6 +25,7 @@ import functools
 import math
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..backends import masked
 from ..tra import Aggregate, Join, Transform
@@ -96,16 +97,16 @@ def _sum_dtype(dt, dtype):
     return np.sum(np.zeros(1, dt), dtype=dtype).dtype
 
 
-sum = _simple("sum", K.add, _sum_dtype)  # noqa: A001
-prod = _simple("prod", K.mul, _sum_dtype)
+sum = derived_from(np)(_simple("sum", K.add, _sum_dtype))  # noqa: A001
+prod = derived_from(np)(_simple("prod", K.mul, _sum_dtype))
 max = _simple("max", K.maximum, lambda dt, dtype: dt)  # noqa: A001
 min = _simple("min", K.minimum, lambda dt, dtype: dt)  # noqa: A001
-any = _simple("any", K.maximum, lambda dt, dtype: np.bool_)  # noqa: A001
-all = _simple("all", K.minimum, lambda dt, dtype: np.bool_)  # noqa: A001
-nansum = _simple("nansum", K.add, _sum_dtype)
-nanprod = _simple("nanprod", K.mul, _sum_dtype)
-nanmax = _simple("nanmax", fmax, lambda dt, dtype: dt)
-nanmin = _simple("nanmin", fmin, lambda dt, dtype: dt)
+any = derived_from(np)(_simple("any", K.maximum, lambda dt, dtype: np.bool_))  # noqa: A001
+all = derived_from(np)(_simple("all", K.minimum, lambda dt, dtype: np.bool_))  # noqa: A001
+nansum = derived_from(np)(_simple("nansum", K.add, _sum_dtype))
+nanprod = derived_from(np)(_simple("nanprod", K.mul, _sum_dtype))
+nanmax = derived_from(np)(_simple("nanmax", fmax, lambda dt, dtype: dt))
+nanmin = derived_from(np)(_simple("nanmin", fmin, lambda dt, dtype: dt))
 amax, amin = max, min
 
 
@@ -124,6 +125,7 @@ def _acc_dtype(dt):
     return np.dtype(np.float64) if dt.kind in "biu" else (np.dtype(np.float32) if dt == np.float16 else dt)
 
 
+@derived_from(np)
 @with_out
 def mean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kw):
     _no_out(out, kw)
@@ -145,6 +147,7 @@ def quiet_divide(s, n):
 register_partials(quiet_divide, DIVIDE_PARTIALS)
 
 
+@derived_from(np)
 @with_out
 def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
     """numpy.nanmean: the sum of the non-NaN elements (accumulated as ``mean`` does) over their
@@ -160,6 +163,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
     return astype(elementwise("divide", quiet_divide, s, n), res)  # an all-NaN slice: NaN, no warning (dask)
 
 
+@derived_from(np)
 def count_nonzero(a, axis=None, keepdims=False):
     return sum(not_equal(a, 0), axis, dtype=np.intp, keepdims=keepdims)
 
@@ -204,6 +208,7 @@ def _without_first_axis(frontier, ax):
 moments_merge = Fn("mergeMoments", _moments_merge, 2, associative=True, commutative=True)
 
 
+@derived_from(np)
 @with_out
 def var(
     a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, _root=False, **kw
@@ -244,6 +249,7 @@ def _variance(ddof, root, res, s):
     return xp.astype(xp.sqrt(v) if root else v, res)
 
 
+@derived_from(np)
 def std(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kw):
     return var(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
 
@@ -322,8 +328,8 @@ def _arg(op):
     return with_out(reduce)
 
 
-argmin = _arg("argmin")
-argmax = _arg("argmax")
+argmin = derived_from(np)(_arg("argmin"))
+argmax = derived_from(np)(_arg("argmax"))
 
 
 # ---------------------------------------------------------------- cumulative sums and products
@@ -398,8 +404,8 @@ def _exclusive_scan(op, axis, dt, t):
     return getattr(xp, op)(xp.concatenate([ident, t[before]], axis=axis), axis=axis, dtype=dt)
 
 
-cumsum = _scan("cumsum")
-cumprod = _scan("cumprod")
+cumsum = derived_from(np)(_scan("cumsum"))
+cumprod = derived_from(np)(_scan("cumprod"))
 
 
 # ---------------------------------------------------------------- dask's chunk counts

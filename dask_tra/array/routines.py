@@ -13,6 +13,7 @@ import math
 import warnings
 
 import numpy as np
+from dask.utils import derived_from
 
 from . import reductions, stacking
 from .creation import arange, asarray, eye, from_array, full_like, ones, ones_like, zeros, zeros_like
@@ -45,6 +46,7 @@ from .structure import atleast_2d, expand_dims, moveaxis, ravel, reshape, squeez
 # ---------------------------------------------------------------- choosing elements
 
 
+@derived_from(np)
 def select(condlist, choicelist, default=0):
     """numpy.select: the first true condition picks its choice, else ``default``."""
     # a RelArray as the list: its slices along the first axis, as NumPy iterates an array
@@ -75,6 +77,7 @@ def _choose(index, *choices):
     return np.choose(index, choices)
 
 
+@derived_from(np)
 def choose(a, choices):
     """numpy.choose (mode "raise": an index out of range fails when computed, as in dask)."""
     from .elementwise import elementwise
@@ -88,6 +91,7 @@ def _apply_piece(func, args, kw, x):
     return np.array(np.broadcast_to(np.asarray(func(x, *args, **kw), dtype=x.dtype), x.shape))  # a scalar too
 
 
+@derived_from(np)
 def piecewise(x, condlist, funclist, *args, **kw):
     """numpy.piecewise with elementwise pieces: ``funclist[i]`` (a callable, applied to the whole
     chunk, or a scalar) where ``condlist[i]`` holds; one extra function is the otherwise case."""
@@ -120,6 +124,7 @@ def is_scalar_bool(v):
 # ---------------------------------------------------------------- differences, gradients
 
 
+@derived_from(np)
 def ediff1d(ary, to_end=None, to_begin=None):
     a = ravel(asarray(ary))
     out = a[1:] - a[:-1]
@@ -128,6 +133,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return concatenate(parts) if len(parts) > 1 else out
 
 
+@derived_from(np)
 def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
     """numpy.gradient with scalar spacings: central differences inside, one-sided at the edges."""
     f = asarray(f)
@@ -169,6 +175,7 @@ def gradient(f, *varargs, axis=None, edge_order=1, **kwargs):
 # ---------------------------------------------------------------- matrices
 
 
+@derived_from(np)
 def diag(v, k=0):
     """numpy.diag: the k-th diagonal of a 2-d array, or a 2-d array with ``v`` on it."""
     v = asarray(v)
@@ -185,19 +192,23 @@ def diag(v, k=0):
     )
 
 
+@derived_from(np)
 def tri(N, M=None, k=0, dtype=float, chunks="auto", **kwargs):
     M = N if M is None else M
     return tril(ones((N, M), dtype=dtype, chunks=chunks), k)
 
 
+@derived_from(np)
 def fliplr(m):
     return flip(m, 1)
 
 
+@derived_from(np)
 def flipud(m):
     return flip(m, 0)
 
 
+@derived_from(np)
 def rot90(m, k=1, axes=(0, 1)):
     m = asarray(m)
     a0, a1 = (axis_of(a, m.ndim) for a in axes)
@@ -213,6 +224,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
 
 
+@derived_from(np)
 def rollaxis(a, axis, start=0):
     a = asarray(a)
     axis = axis_of(axis, a.ndim)
@@ -222,6 +234,7 @@ def rollaxis(a, axis, start=0):
     return moveaxis(a, axis, start - 1 if axis < start else start)
 
 
+@derived_from(np)
 def vdot(a, b):
     a, b = ravel(asarray(a)), ravel(asarray(b))
     return reductions.sum(conj(a) * b)
@@ -230,6 +243,7 @@ def vdot(a, b):
 # ---------------------------------------------------------------- statistics
 
 
+@derived_from(np)
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     a = asarray(a)
     if weights is None:
@@ -258,6 +272,7 @@ def _sample_weights(w, name, n):
     return w
 
 
+@derived_from(np)
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
     """numpy.cov (dask's signature). As dask, the weights are not checked for being
     non-negative (nor fweights for being integers): that would compute them."""
@@ -316,6 +331,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(c) if c.shape == (1, 1) else c
 
 
+@derived_from(np)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     """numpy.corrcoef: cov scaled by the standard deviations, real and imaginary parts
     clipped to [-1, 1]; a single variable gives ``c / c`` (1, or NaN for a zero, infinite or
@@ -341,6 +357,7 @@ def _clip_parts(c):
     return c
 
 
+@derived_from(np)
 def ptp(a, axis=None, keepdims=False):
     return reductions.max(a, axis=axis, keepdims=keepdims) - reductions.min(a, axis=axis, keepdims=keepdims)
 
@@ -369,6 +386,7 @@ def _digitize(x, bins, right):
     return np.digitize(x, bins, right=right)
 
 
+@derived_from(np)
 def digitize(a, bins, right=False):
     from .elementwise import elementwise
 
@@ -382,35 +400,42 @@ def _i0(x):
     return np.i0(x)
 
 
+@derived_from(np)
 def i0(x):
     from .elementwise import elementwise
 
     return elementwise("i0", _i0, x)
 
 
+@derived_from(np)
 def sinc(x):
     from .elementwise import elementwise
 
     return elementwise("sinc", np.sinc, x)
 
 
+@derived_from(np)
 def fix(x):
     return where(asarray(x) >= 0, floor(x), ceil(x))
 
 
+@derived_from(np)
 def iscomplex(x):
     x = asarray(x)
     return imag(x) != 0 if x.dtype.kind == "c" else zeros(x.shape, bool, chunks=x.chunks)
 
 
+@derived_from(np)
 def isreal(x):
     return logical_not(iscomplex(x))
 
 
+@derived_from(np)
 def isneginf(x):
     return logical_and(isinf(x), signbit(x))
 
 
+@derived_from(np)
 def isposinf(x):
     return logical_and(isinf(x), logical_not(signbit(x)))
 
@@ -424,6 +449,7 @@ def notnull(values):
     return logical_not(isnull(values))
 
 
+@derived_from(np)
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     """A 0-d boolean RelArray (as dask's), not a Python bool."""
     return reductions.all(isclose(a, b, rtol, atol, equal_nan))
@@ -432,6 +458,7 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
 # ---------------------------------------------------------------- indices
 
 
+@derived_from(np)
 def indices(dimensions, dtype=int, chunks="auto"):
     """numpy.indices: a grid of indices, one leading entry per dimension."""
     dimensions = tuple(int(d) for d in dimensions)
@@ -442,12 +469,14 @@ def indices(dimensions, dtype=int, chunks="auto"):
     return stacking.stack(grids) if grids else zeros((0,), dtype=dtype)
 
 
+@derived_from(np)
 def fromfunction(function, shape, *, dtype=float, chunks="auto", **kwargs):
     """numpy.fromfunction: ``function`` called once on the index grids (RelArrays)."""
     grids = indices(shape, dtype=dtype, chunks=chunks)
     return function(*[grids[i] for i in range(len(shape))], **kwargs)
 
 
+@derived_from(np)
 def meshgrid(*xi, sparse=False, indexing="xy"):
     """numpy.meshgrid of 1-d arrays (reshapes, then broadcasts unless ``sparse``)."""
     if indexing not in ("xy", "ij"):
@@ -467,10 +496,12 @@ def _from_numpy(values, chunks="auto"):
     return from_array(np.asarray(values), chunks=chunks)
 
 
+@derived_from(np)
 def tril_indices(n, k=0, m=None, chunks="auto"):
     return tuple(_from_numpy(v, chunks) for v in np.tril_indices(n, k, m))
 
 
+@derived_from(np)
 def triu_indices(n, k=0, m=None, chunks="auto"):
     return tuple(_from_numpy(v, chunks) for v in np.triu_indices(n, k, m))
 
@@ -482,6 +513,7 @@ def tril_indices_from(arr, k=0):
     return tril_indices(arr.shape[-2], k, arr.shape[-1])
 
 
+@derived_from(np)
 def triu_indices_from(arr, k=0):
     arr = asarray(arr)
     if arr.ndim != 2:
@@ -493,6 +525,7 @@ def _ravel_multi(dims, mode, order, *index):
     return np.ravel_multi_index(index, dims, mode=mode, order=order)
 
 
+@derived_from(np)
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     from .elementwise import elementwise
 
@@ -506,6 +539,7 @@ def _unravel(shape, order, i, index):
     return np.unravel_index(index, shape, order=order)[i]
 
 
+@derived_from(np)
 def unravel_index(indices, shape, order="C"):
     from .elementwise import elementwise
 
@@ -519,6 +553,7 @@ def unravel_index(indices, shape, order="C"):
 # ---------------------------------------------------------------- joining and cutting
 
 
+@derived_from(np)
 def append(arr, values, axis=None):
     arr, values = asarray(arr), asarray(values)
     if axis is None:
@@ -526,6 +561,7 @@ def append(arr, values, axis=None):
     return concatenate([arr, values], axis=axis)
 
 
+@derived_from(np)
 def delete(arr, obj, axis):
     arr = asarray(arr)
     axis = axis_of(axis, arr.ndim)
@@ -533,6 +569,7 @@ def delete(arr, obj, axis):
     return arr[(slice(None),) * axis + (keep,)]
 
 
+@derived_from(np)
 def insert(arr, obj, values, axis):
     """numpy.insert along ``axis`` (scalar or 1-d NumPy positions; values broadcast)."""
     arr = asarray(arr)
@@ -558,6 +595,7 @@ def insert(arr, obj, values, axis):
     return joined[(slice(None),) * axis + (order,)]
 
 
+@derived_from(np)
 def block(arrays):
     """numpy.block: nested lists concatenated, innermost along the last axis."""
     levels = _block_depth(arrays)
@@ -639,6 +677,7 @@ def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
 # ---------------------------------------------------------------- per-chunk user functions
 
 
+@derived_from(np)
 def apply_over_axes(func, a, axes):
     a = asarray(a)
     for ax in (axes,) if np.ndim(axes) == 0 else axes:
@@ -651,18 +690,22 @@ def apply_over_axes(func, a, axes):
 # ---------------------------------------------------------------- metadata
 
 
+@derived_from(np)
 def shape(a):
     return asarray(a).shape
 
 
+@derived_from(np)
 def ndim(a):
     return asarray(a).ndim
 
 
+@derived_from(np)
 def result_type(*arrays_and_dtypes):
     return np.result_type(*[v.dtype if is_array(v) else v for v in arrays_and_dtypes])
 
 
+@derived_from(np)
 def asanyarray(a, dtype=None, chunks="auto", *, like=None, **kwargs):
     return asarray(a, dtype=dtype, chunks=chunks, like=like)
 

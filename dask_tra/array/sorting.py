@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+import dask.array
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import Aggregate, Concat, Join, Transform
 from ..tra import kernels as K
@@ -68,6 +70,7 @@ def _sorted(a, axis, descending, stable, arg):
     return wrap(Transform(r.expr, Sort(axis, descending, stable, arg, a.dtype)), a, extra=r.sources)
 
 
+@derived_from(np)
 def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     """numpy.sort along ``axis`` (None: of the flattened array); ``descending`` as the Array API."""
     from .structure import ravel
@@ -79,6 +82,7 @@ def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     return _sorted(a, axis, descending, stable, False)
 
 
+@derived_from(np)
 def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     """numpy.argsort along ``axis`` (stable; ``descending`` keeps ties in order, as the Array API)."""
     from .structure import ravel
@@ -174,11 +178,13 @@ def _topk(a, k, axis, arg):
     return wrap(Transform(expr, TopK(k, axis, True, arg, dtype)), a, extra=extra)
 
 
+@derived_from(dask.array)
 def topk(a, k, axis=-1, split_every=None):
     """The k largest elements along ``axis`` (k < 0: the |k| smallest), best first (dask's topk)."""
     return _topk(a, k, axis, False)
 
 
+@derived_from(dask.array)
 def argtopk(a, k, axis=-1, split_every=None):
     """Indices of ``topk``'s elements along ``axis``."""
     return _topk(a, k, axis, True)
@@ -202,6 +208,7 @@ class SearchSorted(FieldsKernel):
         return tuple(v)
 
 
+@derived_from(np)
 def searchsorted(a, v, side="left", sorter=None):
     """Indices where ``v`` would be inserted into the sorted 1-d ``a`` to keep it sorted."""
     from .rechunk import take
@@ -232,6 +239,7 @@ class IsIn(FieldsKernel):
         return tuple(element)
 
 
+@derived_from(np)
 def isin(element, test_elements, assume_unique=False, invert=False):
     """numpy.isin: whether each element is in ``test_elements``."""
     from .elementwise import logical_not
@@ -276,6 +284,7 @@ def _whole_axis(a, axis):
     return wrap(r.expr, a, extra=r.sources)
 
 
+@derived_from(np)
 def take(a, indices, axis=None):
     """numpy.take: elements of ``a`` (flattened when ``axis`` is None) at ``indices``."""
     from .structure import ravel
@@ -293,6 +302,7 @@ def take(a, indices, axis=None):
     return wrap(rekey(expr, keys), a, idx)
 
 
+@derived_from(np)
 def take_along_axis(arr, indices, axis):
     """numpy.take_along_axis (indices broadcast against ``arr`` off ``axis``)."""
     from .manipulation import broadcast_to

@@ -9,6 +9,7 @@ boundaries (``rechunk.gather``).
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import Join
 from .creation import asarray
@@ -18,6 +19,7 @@ from .relations import axis_of, offsets, wrap
 from .structure import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
 
 
+@derived_from(np)
 def concatenate(seq, axis=0, allow_unknown_chunksizes=False):
     from .elementwise import astype
 
@@ -87,10 +89,12 @@ def _joined(parts, axis, nd):
     return parts[0][0]
 
 
+@derived_from(np)
 def concat(arrays, /, *, axis=0):
     return concatenate(arrays, axis=axis)
 
 
+@derived_from(np)
 def stack(seq, axis=0, allow_unknown_chunksizes=False):
     arrays = [asarray(a) for a in seq]
     if not arrays:
@@ -105,20 +109,24 @@ def stack(seq, axis=0, allow_unknown_chunksizes=False):
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
 
+@derived_from(np)
 def unstack(x, /, *, axis=0):
     axis = axis_of(axis, x.ndim)
     return tuple(x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis]))
 
 
+@derived_from(np)
 def vstack(tup):
     return concatenate([atleast_2d(a) for a in tup], axis=0)
 
 
+@derived_from(np)
 def hstack(tup):
     arrays = [atleast_1d(a) for a in tup]
     return concatenate(arrays, axis=0 if arrays and arrays[0].ndim == 1 else 1)
 
 
+@derived_from(np)
 def dstack(tup):
     return concatenate([atleast_3d(a) for a in tup], axis=2)
 

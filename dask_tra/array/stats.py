@@ -24,6 +24,9 @@ try:
 except ImportError as e:  # as dask.array.stats
     raise type(e)("`dask_tra.array.stats` requires `scipy` to be installed.") from e
 
+import scipy.stats
+from dask.utils import derived_from
+
 from .creation import asarray
 from .elementwise import apply_ufunc, where
 from .relations import axis_of
@@ -97,6 +100,7 @@ def _zero_variance(a, axis, m2):
 # ---------------------------------------------------------------- tests
 
 
+@derived_from(scipy.stats)
 def ttest_ind(a, b, axis=0, equal_var=True):
     """scipy.stats.ttest_ind (two-sided): a Delayed ``Ttest_indResult``."""
     a, b = asarray(a), asarray(b)
@@ -114,6 +118,7 @@ def ttest_ind(a, b, axis=0, equal_var=True):
     return _result(Ttest_indResult, t, _two_sided_t(t, df))
 
 
+@derived_from(scipy.stats)
 def ttest_1samp(a, popmean, axis=0, nan_policy="propagate"):
     """scipy.stats.ttest_1samp (two-sided): a Delayed ``Ttest_1sampResult``."""
     _propagate(nan_policy)
@@ -123,6 +128,7 @@ def ttest_1samp(a, popmean, axis=0, nan_policy="propagate"):
     return _result(Ttest_1sampResult, t, _two_sided_t(t, n - 1.0))
 
 
+@derived_from(scipy.stats)
 def ttest_rel(a, b, axis=0, nan_policy="propagate"):
     """scipy.stats.ttest_rel (two-sided): a Delayed ``Ttest_relResult``."""
     _propagate(nan_policy)
@@ -132,11 +138,13 @@ def ttest_rel(a, b, axis=0, nan_policy="propagate"):
     return _result(Ttest_relResult, t, _two_sided_t(t, n - 1.0))
 
 
+@derived_from(scipy.stats)
 def chisquare(f_obs, f_exp=None, ddof=0, axis=0):
     """scipy.stats.chisquare: ``power_divergence`` with ``lambda_="pearson"``."""
     return power_divergence(f_obs, f_exp=f_exp, ddof=ddof, axis=axis, lambda_="pearson")
 
 
+@derived_from(scipy.stats)
 def power_divergence(f_obs, f_exp=None, ddof=0, axis=0, lambda_=None):
     """scipy.stats.power_divergence: a Delayed ``Power_divergenceResult``. As dask, the sums of
     ``f_obs`` and ``f_exp`` are not checked (scipy does; that would compute)."""
@@ -163,6 +171,7 @@ def power_divergence(f_obs, f_exp=None, ddof=0, axis=0, lambda_=None):
     return _result(Power_divergenceResult, stat, apply_ufunc(special.chdtrc, k - 1 - ddof, stat))
 
 
+@derived_from(scipy.stats)
 def skewtest(a, axis=0, nan_policy="propagate"):
     """scipy.stats.skewtest (two-sided): a Delayed ``SkewtestResult``; at least 8 samples."""
     _propagate(nan_policy)
@@ -182,6 +191,7 @@ def _skewtest(a, axis):
     return z, _two_sided_normal(z)
 
 
+@derived_from(scipy.stats)
 def kurtosistest(a, axis=0, nan_policy="propagate"):
     """scipy.stats.kurtosistest (two-sided): a Delayed ``KurtosistestResult``; at least 5
     samples (scipy returns NaN below that)."""
@@ -208,6 +218,7 @@ def _kurtosistest(a, axis):
     return z, _two_sided_normal(z)
 
 
+@derived_from(scipy.stats)
 def normaltest(a, axis=0, nan_policy="propagate"):
     """scipy.stats.normaltest (D'Agostino-Pearson): a Delayed ``NormaltestResult``."""
     _propagate(nan_policy)
@@ -217,6 +228,7 @@ def normaltest(a, axis=0, nan_policy="propagate"):
     return _result(NormaltestResult, k2, apply_ufunc(special.chdtrc, 2, k2))
 
 
+@derived_from(scipy.stats)
 def f_oneway(*args):
     """scipy.stats.f_oneway (one-way ANOVA of 1-d samples): a Delayed ``F_onewayResult``."""
     from .stacking import concatenate
@@ -239,6 +251,7 @@ def f_oneway(*args):
 # ---------------------------------------------------------------- moments
 
 
+@derived_from(scipy.stats)
 def skew(a, axis=0, bias=True, nan_policy="propagate"):
     """scipy.stats.skew: an array (NaN where the sample is constant, as scipy; ``bias=False``:
     the adjusted Fisher-Pearson coefficient where ``n > 2``)."""
@@ -254,6 +267,7 @@ def skew(a, axis=0, bias=True, nan_policy="propagate"):
     return vals
 
 
+@derived_from(scipy.stats)
 def kurtosis(a, axis=0, fisher=True, bias=True, nan_policy="propagate"):
     """scipy.stats.kurtosis: an array (Fisher's, normal = 0.0, or Pearson's; NaN where the
     sample is constant; ``bias=False``: the unbiased estimate where ``n > 3``)."""
@@ -270,6 +284,7 @@ def kurtosis(a, axis=0, fisher=True, bias=True, nan_policy="propagate"):
     return vals - 3 if fisher else vals
 
 
+@derived_from(scipy.stats)
 def moment(a, moment=1, axis=0, nan_policy="propagate"):
     """scipy.stats.moment: the ``moment``-th central moment along ``axis`` (an array)."""
     _propagate(nan_policy)

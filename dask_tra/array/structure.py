@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..tra import ReKey, Transform
 from ..tra.kernels import Bound
@@ -24,6 +25,7 @@ from .rechunk import rechunk_axes
 from .relations import axes_of, axis_of, offsets, rekey, wrap
 
 
+@derived_from(np)
 def transpose(a, axes=None):
     a = asarray(a)
     if axes is None:
@@ -37,10 +39,12 @@ def transpose(a, axes=None):
     return wrap(rekey(Transform(a.sparse_expr, Permute(perm)), perm), a)  # missing blocks stay missing
 
 
+@derived_from(np)
 def permute_dims(x, axes):
     return transpose(x, axes)
 
 
+@derived_from(np)
 def swapaxes(a, axis1, axis2):
     perm = list(range(a.ndim))
     i, j = axis_of(axis1, a.ndim), axis_of(axis2, a.ndim)
@@ -48,6 +52,7 @@ def swapaxes(a, axis1, axis2):
     return transpose(a, perm)
 
 
+@derived_from(np)
 def moveaxis(a, source, destination):
     from numpy.lib.array_utils import normalize_axis_tuple
 
@@ -62,6 +67,7 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+@derived_from(np)
 def matrix_transpose(x):
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose needs at least 2 dimensions, got {x.ndim}")
@@ -110,6 +116,7 @@ def _multiples(chunks, u, total):
     return tuple(np.diff([0] + cuts + [total]).tolist())
 
 
+@derived_from(np)
 def reshape(x, shape, *args, order="C", merge_chunks=True, limit=None, copy=None):
     x = asarray(x)
     if args:
@@ -195,10 +202,12 @@ def _regrid(nin, nout, key):
     return tuple(int(k) for k in np.unravel_index(rank, nout)) if nout else ()
 
 
+@derived_from(np)
 def ravel(a):
     return reshape(a, (-1,))
 
 
+@derived_from(np)
 def squeeze(a, axis=None):
     a = asarray(a)
     axes = tuple(d for d in range(a.ndim) if a.shape[d] == 1) if axis is None else axes_of(axis, a.ndim)
@@ -207,6 +216,7 @@ def squeeze(a, axis=None):
     return reshape(a, tuple(n for d, n in enumerate(a.shape) if d not in axes))
 
 
+@derived_from(np)
 def expand_dims(a, axis):
     a = asarray(a)
     axis = (axis,) if np.ndim(axis) == 0 else tuple(axis)
@@ -217,11 +227,13 @@ def expand_dims(a, axis):
     return reshape(a, tuple(1 if d in new else next(it) for d in range(a.ndim + len(axis))))
 
 
+@derived_from(np)
 def atleast_1d(*arys):
     out = [reshape(a, (1,)) if asarray(a).ndim == 0 else asarray(a) for a in arys]
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@derived_from(np)
 def atleast_2d(*arys):
     out = []
     for a in map(asarray, arys):
@@ -229,6 +241,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@derived_from(np)
 def atleast_3d(*arys):
     out = []
     for a in map(asarray, arys):

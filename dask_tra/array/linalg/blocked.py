@@ -21,6 +21,7 @@ substitution, one block row at a time.
 from __future__ import annotations
 
 import numpy as np
+from dask.utils import derived_from
 
 from ...tra import Filter, Join
 from ...tra.keyfuncs import is_eq
@@ -85,6 +86,7 @@ def _assemble(columns, chunks, axis):
     return concatenate(full, axis=axis)
 
 
+@derived_from(np.linalg)
 def cholesky(a, lower=False):
     """Blocked Cholesky factor of a Hermitian positive-definite matrix (upper unless ``lower``)."""
     from ..manipulation import tril
@@ -225,6 +227,7 @@ def solve_triangular(a, b, lower=False):
     return _vector(_substitute(b, a.chunks[0], order, block, diagonal), vector)
 
 
+@derived_from(np.linalg)
 def solve(a, b, sym_pos=None, assume_a="gen"):
     """``a x = b``: blocked LU (Cholesky for ``assume_a="pos"``), then forward and backward
     substitution on the factors' panels."""
@@ -272,6 +275,7 @@ def solve(a, b, sym_pos=None, assume_a="gen"):
     return _vector(_substitute(y, chunks, range(p - 1, -1, -1), upper, backward), vector)
 
 
+@derived_from(np.linalg)
 def inv(a):
     """The inverse by ``solve(a, I)``."""
     from ..creation import eye

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from dask.utils import derived_from
 
 from ..creation import asarray
 from ..relations import axes_of, axis_of
@@ -56,6 +57,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return out.astype(a.dtype) if out.dtype != a.dtype else out
 
 
+@derived_from(np.linalg)
 def svdvals(x, /):
     """Singular values, descending: TSQR for a 2-d matrix, batched SVD for stacks."""
     x = _real_float(x)
@@ -91,6 +93,7 @@ def _matrix_norm(x, ord, axes, keepdims):
     raise ValueError(f"Invalid norm order {ord!r} for matrices")
 
 
+@derived_from(np.linalg)
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm (dask.array.linalg.norm)."""
     x = _real_float(x)
@@ -113,6 +116,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError("Improper number of dimensions to norm.")
 
 
+@derived_from(np.linalg)
 def det(a):
     return batched("det", a)
 
@@ -121,22 +125,27 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
+@derived_from(np.linalg)
 def slogdet(a):
     return SlogdetResult(batched("slogdet", a, 0), batched("slogdet", a, 1))
 
 
+@derived_from(np.linalg)
 def eigh(a, UPLO="L"):
     return EighResult(batched("eigh", a, 0, UPLO=UPLO), batched("eigh", a, 1, UPLO=UPLO))
 
 
+@derived_from(np.linalg)
 def eigvalsh(a, UPLO="L"):
     return batched("eigvalsh", a, UPLO=UPLO)
 
 
+@derived_from(np.linalg)
 def pinv(a, rtol=None):
     return batched("pinv", a, rtol=rtol)
 
 
+@derived_from(np.linalg)
 def matrix_rank(a, rtol=None):
     a = asarray(a)
     if a.ndim < 2:
@@ -147,6 +156,7 @@ def matrix_rank(a, rtol=None):
     return batched("matrix_rank", a, rtol=rtol)
 
 
+@derived_from(np.linalg)
 def matrix_power(a, n):
     """``a`` to the integer power ``n`` by repeated squaring (negative: of the inverse)."""
     from ..creation import eye
@@ -173,6 +183,7 @@ def matrix_power(a, n):
     return out
 
 
+@derived_from(np)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """numpy.diagonal: the diagonal as a gather of the two axes merged into one."""
     from ..structure import moveaxis, reshape
@@ -188,12 +199,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return flat[..., rows * n + rows + offset]
 
 
+@derived_from(np)
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     from ..reductions import sum as sum_
 
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
+@derived_from(np.linalg)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """numpy.cross of 3-element vectors (broadcasting the other axes)."""
     from ..stacking import stack
@@ -210,6 +223,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(c, -1, axisc)
 
 
+@derived_from(np.linalg)
 def lstsq(a, b):
     """dask's lstsq: ``x, residuals, rank, s`` through TSQR and a triangular solve."""
     from ..reductions import sum as sum_

@@ -18,7 +18,10 @@ merged, before TSQR (dask raises instead).
 
 from __future__ import annotations
 
+import dask.array
+import dask.array.linalg
 import numpy as np
+from dask.utils import derived_from
 
 from ...tra import Concat, Join, Tile, Transform
 from ...tra import kernels as K
@@ -105,6 +108,7 @@ def sfqr(data, name=None):
     return q, concatenate([r1, q.conj().T @ a[:, m:]], axis=1)
 
 
+@derived_from(np.linalg)
 def qr(a):
     """Reduced QR: TSQR for tall matrices, ``sfqr`` for wide ones."""
     a = _matrix(a, "qr")
@@ -121,6 +125,7 @@ def svd_flip(u, v, u_based_decision=False):
     return u * signs, v * signs.T
 
 
+@derived_from(np.linalg)
 def svd(a, coerce_signs=True):
     """Thin SVD ``u, s, v`` (v is V^H, as dask) through TSQR (of ``a``, or of a^H if wide)."""
     a = _matrix(a, "svd")
@@ -167,6 +172,7 @@ def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=
     return tsqr(y)[0].conj().T
 
 
+@derived_from(dask.array.linalg)
 def svd_compressed(
     a, k, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False, coerce_signs=True
 ):
