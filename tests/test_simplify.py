@@ -258,6 +258,23 @@ def test_named_arrays_merge_by_their_token_and_equal_names_stay_apart():
     np.testing.assert_array_equal(y.compute(scheduler="sync"), 3 * np.arange(16.0).reshape(4, 4) + 1)
 
 
+def test_rewritten_nodes_keep_their_token(monkeypatch):
+    """A node rebuilt over simplified inputs, or rewritten by a rule, computes what it did and
+    keeps its content token: merging after the rewrites compares tokens, not contents."""
+    from dask_tra.optimizer import rewrite
+    from dask_tra.tra.dag import TOKEN
+
+    x = da.from_array(np.arange(36.0).reshape(6, 6), chunks=2)
+    y = ((x + 1) * 2 - 3).sum(axis=0) + ((x + 1) * 2 - 3).sum(axis=0)
+    contents = []
+    real = rewrite.content
+    monkeypatch.setattr(rewrite, "content", lambda node: contents.append(node) or real(node))
+    (out,) = simplify([y.expr])
+    assert len(walk_many([out])) < len(walk_many([y.expr]))  # the transforms fused, the sums merged
+    assert contents == [] and all(TOKEN in n.__dict__ for n in walk_many([out]))
+    assert_same_relation(y.expr, out, y.sources)
+
+
 def test_a_shared_operator_is_not_computed_twice():
     """A slice of a result another output also reads is not pushed below it (its blocks would
     be computed twice)."""

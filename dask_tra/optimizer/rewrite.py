@@ -252,6 +252,16 @@ def content(node: Expr) -> Any:
     return None
 
 
+def same_work(old: Expr, new: Expr) -> Expr:
+    """``new``, which computes what ``old`` does (``old`` rebuilt over simplified inputs, or
+    rewritten by an exact rule), given ``old``'s content token if it has none: merging by
+    tokens stays exact, and ``content`` is computed only for the nodes rules make inside."""
+    token = old.__dict__.get(TOKEN)
+    if token is not None and TOKEN not in new.__dict__:
+        new.__dict__[TOKEN] = token
+    return new
+
+
 def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> tuple[Expr, ...]:
     """``exprs`` with nodes that compute the same thing from the same inputs merged into one: by
     their content token where the array layer named them (``dag.TOKEN``: a digest of the node
@@ -274,7 +284,9 @@ def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> 
             key = None if own is None else (own, tuple(id(k) for k in kids))
         found = seen.get(key) if key is not None else None
         if found is None:
-            found = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
+            found = (
+                node if all(k is c for k, c in zip(kids, node.children)) else same_work(node, with_children(node, kids))
+            )
             if key is not None:
                 seen[key] = found
         done[id(node)] = found
@@ -318,7 +330,7 @@ def _cut_shared(exprs: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
     changed = False
     for node in order:  # children first
         kids = tuple(read[id(c)] for c in node.children)
-        new = node if all(k is c for k, c in zip(kids, node.children)) else with_children(node, kids)
+        new = node if all(k is c for k, c in zip(kids, node.children)) else same_work(node, with_children(node, kids))
         users = readers.get(id(node), ())
         if len(users) > 1 and node.children and id(node) not in roots and all(isinstance(u, tra.Filter) for u in users):
             cut = _box_cut(new, users)
@@ -398,7 +410,7 @@ def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Ex
         kids = tuple(done[id(c)] for c in node.children)
         cur = node
         if any(k is not c for k, c in zip(kids, node.children)):
-            cur = with_children(node, kids)
+            cur = same_work(node, with_children(node, kids))
             made.append(cur)
             readers[id(cur)] = readers[id(node)]
         rewrite = _first_rewrite(cur, rules, sole)
@@ -406,7 +418,7 @@ def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Ex
             done[id(node)] = done[id(cur)] = cur
             stack.pop()
         else:
-            replaced(cur, rewrite)
+            replaced(cur, same_work(cur, rewrite))
             redirect[id(node)] = rewrite
     out = tuple(done[id(e)] for e in exprs)
     return common_subexpressions(out, memo) if redirect else out  # rewrites can make equal nodes
