@@ -191,10 +191,12 @@ def test_a_local_plan_over_the_memory_limit_is_refused_by_the_search(arrays):
         plan_many((x @ y).roots, 1, memory_limit=100)
 
 
-def test_local_plans_replay_from_the_cache(arrays, costings):
+def test_an_equal_local_plan_is_chosen_again_with_no_search(arrays, costings):
+    """A local plan is chosen in O(1) an operator, faster than a cached plan is replayed: it
+    is not cached, and an expression of equal structure gets equal choices and cost."""
     _, _, x, y = arrays
     cache.clear()
     first = plan_many(expression(x, y).roots, 1)
-    again = plan_many(expression(x, y).roots, 1)  # equal structure: replayed
+    again = plan_many(expression(x, y).roots, 1)
     assert again.cost == first.cost and costings == {}
     assert [a.strategy for a in chosen(again.alts)] == [a.strategy for a in chosen(first.alts)]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ia.nodes import IANode
 from ..tra import expr as tra
-from ..tra.dag import render
+from ..tra.dag import render, walk_many
 from ..tra.expr import Expr
 from . import cache
 from .blocks import block_grids
@@ -160,18 +160,19 @@ def plan_many(
         )
     exprs = simplify(exprs) if rewrite else tuple(exprs)
     rates = rates or Rates()
+    local = sites == 1 and force is None  # nothing moves: no choice to search (``local``)
+    if local and memory_limit is None:  # chosen now, costed when asked (faster than a cached replay)
+        order = walk_many(exprs)
+        check_blocks(order)
+        alts_of = choose_local(placements, order)
+        if not undecided(alts_of):
+            alts = tuple(alts_of[id(e)] for e in exprs)
+            return Plan(exprs, 1, alts, None, None, rates, partial(cost_local, exprs, alts_of, rates, None, order))
     digest, order, inputs = cache.structure(exprs)
     settings = (sites, memory_limit, repr(force), keep, rates, one_layout, tuple(TERMS))
     exact, loose = cache.keys(digest, inputs, placements, settings)
     hit = cache.get(exact)
     found = _replay(hit, order) if hit is not None else None
-    local = sites == 1 and force is None  # nothing moves: no choice to search (``local``)
-    if found is None and local and memory_limit is None:  # chosen now, costed when asked
-        check_blocks(order)
-        alts_of = choose_local(placements, order)
-        if not undecided(alts_of):
-            made_alts = tuple(alts_of[id(e)] for e in exprs)
-            return Plan(exprs, 1, made_alts, None, None, rates, partial(cost_local, exprs, alts_of, rates, None, order))
     if found is None and local:
         check_blocks(order)
         made = plan_local(exprs, placements, rates, memory_limit, order)
