@@ -149,7 +149,8 @@ def plan_many(
     expressions are first simplified (``simplify``: slices pushed toward the inputs, per-tuple
     chains fused, equal sub-expressions merged); the plan computes the simplified ones. A plan
     for an expression of the same structure, placements and settings is replayed from
-    ``cache`` without a search."""
+    ``cache`` without a search. On one site with no memory limit, each operator gets its local
+    strategy in O(1) (``choose_local``, never cached) and the plan is costed when first read."""
     if sites < 1:
         raise ValueError(f"sites must be >= 1, got {sites}")
     odd = next((name for name in placements or () if not isinstance(name, str)), None)
