@@ -326,8 +326,58 @@ def _common_chunks(all_chunks):
 
 
 def blockwise(func, out_ind, *args, **kwargs):
-    """dask.array.blockwise: ``func`` applied to aligned blocks; ``args`` alternate values and
-    their index (``None`` for a value passed as is). See the module doc for the lowering."""
+    """``func`` applied to aligned blocks, as dask.array's ``blockwise``.
+
+    ``args`` alternate values and their index strings (``None`` for a value passed as is); the
+    output's blocks are laid out by ``out_ind``. An index that is in an input but not in
+    ``out_ind`` is contracted: its blocks are passed together (as a list, or concatenated with
+    ``concatenate=True``). See the module doc for how it is lowered to TRA operators.
+
+    Parameters
+    ----------
+    func : callable
+        Applied to the blocks of each output block.
+    out_ind : iterable of hashable
+        The output's index, one entry per output axis (e.g. ``"ij"``).
+    *args : array_like, index, ...
+        Pairs of an argument and its index (a string or tuple, one entry per axis; ``None`` for
+        an argument passed whole).
+    name, token : str, optional
+        The output's name, or a prefix for it.
+    dtype : dtype, optional
+        The output's dtype (inferred by calling ``func`` on small arrays if not given).
+    adjust_chunks : dict, optional
+        ``{index: int, tuple or callable}``: the output's block sizes along that index.
+    new_axes : dict, optional
+        ``{index: size or sizes}`` for output indices no input has.
+    align_arrays : bool, optional
+        Rechunk the inputs to common chunks along each index (default True).
+    concatenate : bool, optional
+        Concatenate the blocks of a contracted index before calling ``func``.
+    meta : array, optional
+        An empty array of the output's type and dtype.
+    **kwargs
+        Passed to ``func``.
+
+    Returns
+    -------
+    RelArray
+        The lazy result.
+
+    See Also
+    --------
+    map_blocks
+
+    Examples
+    --------
+    >>> x = da.arange(4, chunks=2)
+    >>> y = da.ones(4, chunks=2)
+    >>> da.blockwise(np.add, "i", x, "i", y, "i", dtype=float).compute()
+    array([1., 2., 3., 4.])
+    >>> z = da.blockwise(np.outer, "ij", x, "i", y, "j", dtype=float)
+    >>> z.shape
+    (4, 4)
+    """
     if len(set(out_ind)) != len(out_ind):  # as dask.array (gufuncs' repeated core dims: _blockwise)
         raise ValueError(f"blockwise: repeated index in the output {tuple(out_ind)}")
     return _blockwise(func, out_ind, *args, **kwargs)
@@ -602,7 +652,27 @@ def _infer_meta(func, template, slots, arrays, kwargs, quiet=False):
 
 
 def atop(*args, **kwargs):
-    """dask's old name for ``blockwise`` (it warns, as dask does)."""
+    """dask's old name for ``blockwise``; it warns, as dask does.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        ``blockwise``'s.
+
+    Returns
+    -------
+    RelArray
+        ``blockwise(*args, **kwargs)``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> x = da.arange(4, chunks=2)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     da.atop(np.add, "i", x, "i", x, "i", dtype=int).compute()
+    array([0, 2, 4, 6])
+    """
     import warnings
 
     warnings.warn("The da.atop function has moved to da.blockwise", stacklevel=2)
@@ -625,7 +695,52 @@ def map_blocks(
     meta=None,
     **kwargs,
 ):
-    """dask.array.map_blocks: ``func`` on every block (arrays aligned by their trailing axes)."""
+    """``func`` applied to every block, as dask.array's ``map_blocks``.
+
+    Array arguments are aligned by their trailing axes (broadcast block by block). ``func``
+    may ask for ``block_info=`` or ``block_id=`` (each block's location), as in dask.
+
+    Parameters
+    ----------
+    func : callable
+        Called once per output block with the corresponding blocks of the array arguments
+        (other arguments passed as they are).
+    *args : array_like or any
+        RelArrays, dask arrays or other values.
+    name : str, optional
+        The output's name (``token=``: a prefix for a generated one).
+    dtype : dtype, optional
+        The output's dtype (inferred by calling ``func`` on small arrays if not given).
+    chunks : tuple, optional
+        The output's chunks when ``func`` changes the block shape.
+    drop_axis : int or list of int, optional
+        Axes ``func`` removes.
+    new_axis : int or list of int, optional
+        Axes ``func`` adds.
+    enforce_ndim : bool, optional
+        Check that every block returned has the declared number of dimensions.
+    meta : array, optional
+        An empty array of the output's type and dtype.
+    **kwargs
+        Passed to ``func``.
+
+    Returns
+    -------
+    RelArray
+        The lazy result.
+
+    See Also
+    --------
+    blockwise, map_overlap
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.map_blocks(lambda b: b + 1, x).compute()
+    array([1, 2, 3, 4, 5, 6])
+    >>> x.map_blocks(lambda b: b[:1], chunks=((1, 1),)).compute()
+    array([0, 3])
+    """
     if not callable(func):
         raise TypeError(f"map_blocks: first argument must be callable, got {type(func).__name__}")
     from .creation import asarray as _asarray
@@ -735,8 +850,28 @@ def _axis_keys(spec, ndim):
 
 
 def coerce_depth(ndim, depth):
-    """dask's ``coerce_depth``: ``depth`` (an int, one entry per axis, or a dict of axes) as
-    ``{axis: int or (before, after)}`` for every axis, with Python ints."""
+    """``depth`` as a depth for every axis, as dask's ``coerce_depth``.
+
+    Parameters
+    ----------
+    ndim : int
+        The array's number of dimensions.
+    depth : int, tuple or dict
+        One depth for every axis, one per axis, or ``{axis: depth}`` (missing axes: 0); a
+        depth may be a ``(before, after)`` pair.
+
+    Returns
+    -------
+    dict
+        ``{axis: int or (before, after)}`` for every axis, with Python ints.
+
+    Examples
+    --------
+    >>> da.overlap.coerce_depth(2, 1)
+    {0: 1, 1: 1}
+    >>> da.overlap.coerce_depth(2, {1: (1, 2)})
+    {0: 0, 1: (1, 2)}
+    """
     if depth is None:
         depth = 0
     if isinstance(depth, Integral):
@@ -759,8 +894,27 @@ def coerce_depth(ndim, depth):
 
 
 def coerce_boundary(ndim, boundary):
-    """dask's ``coerce_boundary``: ``{axis: "reflect" | "periodic" | "nearest" | "none" | a
-    constant}`` for every axis."""
+    """``boundary`` as a boundary for every axis, as dask's ``coerce_boundary``.
+
+    Parameters
+    ----------
+    ndim : int
+        The array's number of dimensions.
+    boundary : str, scalar, tuple or dict
+        One boundary for every axis, one per axis, or ``{axis: boundary}``: ``"reflect"``,
+        ``"periodic"``, ``"nearest"``, ``"none"`` or a constant (None: ``"none"``, dask's
+        default).
+
+    Returns
+    -------
+    dict
+        ``{axis: boundary}`` for every axis.
+
+    Examples
+    --------
+    >>> da.overlap.coerce_boundary(2, "periodic")
+    {0: 'periodic', 1: 'periodic'}
+    """
     if boundary is None:
         boundary = "none"
     if not isinstance(boundary, (tuple, dict)):
@@ -780,8 +934,32 @@ def _pair(d):
 
 
 def ensure_minimum_chunksize(size, chunks):
-    """dask's: chunks along one axis, too-small ones merged into their neighbours so that every
-    chunk holds at least ``size`` elements (``ValueError`` if the axis is shorter)."""
+    """Chunks along one axis with every chunk holding at least ``size`` elements (dask's).
+
+    Too-small chunks are merged into their neighbours.
+
+    Parameters
+    ----------
+    size : int
+        The smallest chunk allowed.
+    chunks : tuple of int
+        The chunks along the axis.
+
+    Returns
+    -------
+    tuple of int
+        The new chunks, with the same sum.
+
+    Raises
+    ------
+    ValueError
+        The axis is shorter than ``size``.
+
+    Examples
+    --------
+    >>> da.overlap.ensure_minimum_chunksize(2, (1, 3, 3))
+    (4, 3)
+    """
     chunks = tuple(int(c) for c in chunks)
     if size <= min(chunks):
         return chunks
@@ -876,8 +1054,41 @@ def halos(x, depth, boundary):
 
 
 def overlap(x, depth, boundary, *, allow_rechunk=True):
-    """dask.array.overlap.overlap: every block extended by its neighbours' edges (halos);
-    chunks smaller than the depth are first merged into their neighbours (``allow_rechunk``)."""
+    """Every block extended by its neighbours' edges (halos), as dask.array.overlap's ``overlap``.
+
+    Chunks smaller than the depth are first merged into their neighbours (``allow_rechunk``).
+    ``trim_internal`` undoes it.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    depth : int, tuple or dict
+        Elements taken from each neighbour, per axis (``coerce_depth``).
+    boundary : str, scalar, tuple or dict
+        What extends the array's edges (``coerce_boundary``): ``"reflect"``, ``"periodic"``,
+        ``"nearest"``, ``"none"`` or a constant.
+    allow_rechunk : bool, optional
+        Merge chunks smaller than ``depth`` first (default True); otherwise they raise.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with every block grown by the halos.
+
+    See Also
+    --------
+    map_overlap, trim_internal
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> y = da.overlap.overlap(x, depth=1, boundary="reflect")
+    >>> y.chunks
+    ((5, 5),)
+    >>> y.compute()
+    array([0, 0, 1, 2, 3, 2, 3, 4, 5, 5])
+    """
     from .creation import asarray as _asarray
 
     x = _asarray(x)
@@ -887,9 +1098,39 @@ def overlap(x, depth, boundary, *, allow_rechunk=True):
 
 
 def trim_internal(x, axes, boundary=None):
-    """dask.array.overlap.trim_internal: ``axes`` (a depth) elements cut off both sides of every
-    block (not at the array's edges along a "none" boundary), from the declared chunks: a
-    gather. A block shorter than what is cut is a ``ValueError``."""
+    """``axes`` elements cut off both sides of every block, as dask.array.overlap's
+    ``trim_internal``.
+
+    Not cut at the array's edges along a ``"none"`` boundary. The cut is read from the declared
+    chunks (a gather); it undoes ``overlap``.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    axes : int, tuple or dict
+        A depth (``coerce_depth``).
+    boundary : str or dict, optional
+        The boundary ``overlap`` used: along a ``"none"`` boundary (the default) the array's
+        edges were not extended, so nothing is cut there.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with its blocks trimmed.
+
+    Raises
+    ------
+    ValueError
+        A block is shorter than what is cut.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> y = da.overlap.overlap(x, depth=1, boundary="reflect")
+    >>> da.overlap.trim_internal(y, {0: 1}, boundary="reflect").compute()
+    array([0, 1, 2, 3, 4, 5])
+    """
     from .rechunk import take
 
     axes, boundary = coerce_depth(x.ndim, axes), coerce_boundary(x.ndim, boundary)
@@ -950,11 +1191,51 @@ def _trim_spec(depth, boundary, ndim, n_out, drop_axis, new_axis):
 
 
 def map_overlap(func, *args, depth=None, boundary=None, trim=True, align_arrays=True, allow_rechunk=True, **kwargs):
-    """dask.array.map_overlap: ``func`` on blocks extended by ``depth`` elements of their
-    neighbours (``boundary``: "reflect", "periodic", "nearest", "none" or a constant at the
-    array's edges; both may be lists, one per array), then ``depth`` trimmed off each output
-    block (``trim``; the output's declared chunks, so a function may change the block shape,
-    with ``chunks=``/``drop_axis``/``new_axis`` as in ``map_blocks``)."""
+    """``func`` applied to blocks extended by their neighbours' edges, as dask.array's
+    ``map_overlap``.
+
+    Every block is extended by ``depth`` elements of its neighbours (the array's edges by
+    ``boundary``), ``func`` runs on it, and ``depth`` is trimmed off each output block
+    (``trim``). A function may change the block shape, declared with ``chunks=``/``drop_axis``/
+    ``new_axis`` as in ``map_blocks``.
+
+    Parameters
+    ----------
+    func : callable
+        Called on each extended block (of each array argument).
+    *args : array_like
+        The arrays (and other arguments, passed as they are).
+    depth : int, tuple or dict, optional
+        Elements taken from each neighbour, per axis; ``(before, after)`` pairs allowed; may be
+        a list, one per array.
+    boundary : str, scalar or dict, optional
+        What extends the array's edges: ``"reflect"``, ``"periodic"``, ``"nearest"``,
+        ``"none"`` (nothing) or a constant; per axis as a dict; may be a list, one per array.
+    trim : bool, optional
+        Trim ``depth`` off each output block (default True).
+    align_arrays : bool, optional
+        Rechunk the arrays to common chunks first (default True).
+    allow_rechunk : bool, optional
+        Merge chunks smaller than ``depth`` into their neighbours first (default True).
+    **kwargs
+        ``map_blocks``' keywords (``dtype``, ``chunks``, ``drop_axis``, ``new_axis``, ``meta``)
+        and keywords passed to ``func``.
+
+    Returns
+    -------
+    RelArray
+        The lazy result.
+
+    See Also
+    --------
+    overlap.overlap, map_blocks
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([1, 2, 4, 7, 11, 16]), chunks=3)
+    >>> da.map_overlap(lambda b: np.gradient(b), x, depth=1, boundary="none", dtype=float).compute()
+    array([1. , 1.5, 2.5, 3.5, 4.5, 5. ])
+    """
     import warnings
 
     from .creation import asarray as _asarray
@@ -1019,9 +1300,39 @@ def window_block(block, axis, window):
 
 
 def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kwargs):
-    """numpy.lib.stride_tricks.sliding_window_view: the window dims come last. Each output block
-    reads its block plus ``window - 1`` following elements (a gather), then NumPy makes the
-    windows on it (``blockwise``)."""
+    """A sliding window view of ``x``, as ``numpy.lib.stride_tricks.sliding_window_view``.
+
+    The window dimensions come last. Each output block reads its block plus ``window - 1``
+    following elements (a gather), then NumPy makes the windows on it (``blockwise``).
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    window_shape : int or tuple of int
+        The window's size along each axis in ``axis``.
+    axis : int or tuple of int, optional
+        The axes the window slides along; None: all.
+    automatic_rechunk : bool, optional
+        Accepted for dask's signature (blocks shorter than a window are always merged).
+    **kwargs
+        NumPy's ``subok``/``writeable`` are accepted and ignored (the result is a new array).
+
+    Returns
+    -------
+    RelArray
+        Shape ``x.shape`` with each windowed axis shortened by ``window - 1``, then the window
+        axes.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> w = da.sliding_window_view(x, 3)
+    >>> w.shape
+    (4, 3)
+    >>> w.compute()[1]
+    array([1, 2, 3])
+    """
     from .creation import asarray as _asarray
     from .rechunk import take
 

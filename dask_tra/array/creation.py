@@ -32,14 +32,51 @@ def _shape(shape) -> tuple:
 
 
 def from_array(x, chunks="auto", name=None, **kwargs):
-    """Wrap an array cut into dask-style ``chunks``: an in-memory one (NumPy, CuPy or torch), or
-    one read block by block where and when the plan needs it (h5py, zarr, netCDF4, memmap, any
-    sliceable array-like; ``lock=`` serialises its reads).
+    """Wrap an array as a RelArray cut into dask-style ``chunks``.
+
+    The array is an in-memory one (NumPy, CuPy or torch), or one read block by block where
+    and when the plan needs it (h5py, zarr, netCDF4, memmap, any sliceable array-like;
+    ``lock=`` serialises its reads).
 
     As dask.array: an in-memory array with NumPy's protocols and a ``copy`` method (NumPy, CuPy)
     is copied now, so changing ``x`` afterwards does not change the result; a torch tensor
     (which dask does not copy either) and the lazily read array-likes are read when computed.
-    Unlike dask (which copies a memmap into memory), a memmap is read lazily."""
+    Unlike dask (which copies a memmap into memory), a memmap is read lazily.
+
+    Parameters
+    ----------
+    x : array_like
+        The data: a NumPy, CuPy or torch array, a sliceable array-like (h5py dataset, zarr
+        array, netCDF4 variable, memmap), a dask.array (``from_dask``), a RelArray (returned,
+        rechunked if ``chunks`` is given), or anything ``numpy.asarray`` accepts.
+    chunks : int, tuple, dict or "auto", optional
+        The block sizes, as dask.array takes them: one size for every axis, a size per axis,
+        explicit block sizes per axis (``((2, 2), (3,))``), ``-1`` or ``None`` for a whole axis,
+        ``"auto"`` for blocks near ``array.chunk-size``.
+    name : str, optional
+        The array's name (its result keys' first element); by default one derived from the
+        contents, so equal data gives equal names.
+    **kwargs
+        ``lock=``: a lock (or True) serialising the reads of a lazily read array-like. Other
+        keywords of dask.array's ``from_array`` are accepted and ignored.
+
+    Returns
+    -------
+    RelArray
+        A lazy array over ``x``'s blocks; nothing is read or computed until it is.
+
+    See Also
+    --------
+    from_dask, asarray, from_zarr
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(6).reshape(2, 3), chunks=(1, 3))
+    >>> x.chunks
+    ((1, 1), (3,))
+    >>> x.sum().compute()
+    np.int64(15)
+    """
     return _from_array(x, chunks, name, copy=True, **kwargs)
 
 
@@ -62,7 +99,39 @@ def _from_array(x, chunks="auto", name=None, copy=True, **kwargs):
 
 
 def from_dask(x):
-    """Wrap a dask.array without computing it; its graph becomes part of the plan's graph."""
+    """Wrap a dask.array without computing it; its graph becomes part of the plan's graph.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        The array, with known chunk sizes (``x.compute_chunk_sizes()`` first otherwise).
+
+    Returns
+    -------
+    RelArray
+        A lazy array whose blocks are ``x``'s keys: operations on it are planned by dask_tra,
+        and ``x``'s own tasks run as dask would run them.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a dask.array.
+    ValueError
+        ``x`` has unknown (NaN) chunk sizes.
+
+    See Also
+    --------
+    from_array
+
+    Examples
+    --------
+    >>> import dask.array
+    >>> y = da.from_dask(dask.array.arange(4, chunks=2))
+    >>> y.chunks
+    ((2, 2),)
+    >>> (y * 2).compute()
+    array([0, 2, 4, 6])
+    """
     import dask.array as da
 
     if not isinstance(x, da.Array):

@@ -142,10 +142,39 @@ _UFUNC_KEYWORDS = {"casting", "order", "dtype", "subok", "signature", "axes", "a
 
 
 def apply_ufunc(ufunc, *args, out=None, where=True, **kwargs):
-    """A NumPy ufunc over RelArrays (``np.exp(x)`` lands here through ``__array_ufunc__``).
-    ``out=`` (a RelArray) is rebound to the result, as dask.array does; with ``where=``, the
-    result is ``out``'s value where the condition is False (0 without ``out``, where NumPy
-    leaves memory uninitialized)."""
+    """A NumPy ufunc applied to RelArrays, elementwise.
+
+    ``np.exp(x)`` on a RelArray lands here through ``__array_ufunc__``. ``out=`` (a RelArray)
+    is rebound to the result, as dask.array does; with ``where=``, the result is ``out``'s value
+    where the condition is False (0 without ``out``, where NumPy leaves memory uninitialized).
+    A ufunc with several outputs (``np.divmod``) returns a tuple of RelArrays.
+
+    Parameters
+    ----------
+    ufunc : numpy.ufunc
+        The ufunc.
+    *args : array_like
+        Its operands: RelArrays, dask arrays, NumPy arrays or scalars, broadcast together.
+    out : RelArray or tuple of one RelArray, optional
+        A RelArray rebound to the result (its expression is replaced).
+    where : array_like of bool, optional
+        Where to apply the ufunc (True: everywhere).
+    **kwargs
+        The ufunc's other keywords (``dtype=``, ...).
+
+    Returns
+    -------
+    RelArray or tuple of RelArray
+        The lazy result, one per ufunc output.
+
+    Examples
+    --------
+    >>> x = da.ones(4, chunks=2)
+    >>> da.apply_ufunc(np.add, x, 1).compute()
+    array([2., 2., 2., 2.])
+    >>> np.exp(da.zeros(2, chunks=1)).compute()
+    array([1., 1.])
+    """
     from .methods import handle_out, normalize_out
 
     unknown = [k for k in kwargs if k not in _UFUNC_KEYWORDS]
@@ -335,10 +364,32 @@ def astype(x, dtype, casting="unsafe", copy=True, **kwargs):
 
 
 def to_backend(x, backend=None, device=None):
-    """``x`` with chunks of another library: ``"numpy"``, ``"cupy"`` or ``"torch"`` (a TRA
-    ``Transform`` with a conversion kernel, run where each chunk is). ``device`` (torch: e.g.
-    ``"cuda"``; CuPy: a device number) defaults to the worker's default device. ``backend=None``:
-    dask's ``array.backend`` config (``"numpy"`` unless set)."""
+    """``x`` with chunks of another library.
+
+    A TRA ``Transform`` with a conversion kernel, run where each chunk is: nothing is gathered.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    backend : {"numpy", "cupy", "torch"}, optional
+        The chunk library; None: dask's ``array.backend`` config (``"numpy"`` unless set).
+    device : str or int, optional
+        torch: a device such as ``"cuda"``; CuPy: a device number. Default: the worker's
+        default device.
+
+    Returns
+    -------
+    RelArray
+        The same values, with chunks of ``backend``'s library.
+
+    Examples
+    --------
+    >>> x = da.ones(2, chunks=1)
+    >>> y = da.to_backend(x, "numpy")
+    >>> type(y.compute()).__name__
+    'ndarray'
+    """
     import dask
 
     from ..tra import Transform
@@ -358,6 +409,33 @@ def to_backend(x, backend=None, device=None):
 
 
 def around(x, decimals=0):
+    """Round to the given number of decimals, elementwise (``numpy.round``; ``round`` is this).
+
+    Parameters
+    ----------
+    x : array_like
+        The values (a RelArray, or anything ``asarray`` takes).
+    decimals : int, optional
+        Decimal places to keep; negative rounds to tens, hundreds and so on. NumPy's rule:
+        halves round to the nearest even value.
+
+    Returns
+    -------
+    RelArray
+        ``x`` rounded, with ``x``'s shape, chunks and dtype.
+
+    See Also
+    --------
+    numpy.round
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([1.234, 5.678, 2.5]), chunks=2)
+    >>> da.around(x, 1).compute()
+    array([1.2, 5.7, 2.5])
+    >>> da.round(x).compute()
+    array([1., 6., 2.])
+    """
     return elementwise(f"round[{decimals}]", Op(round_values, decimals=decimals), x)
 
 

@@ -50,8 +50,32 @@ def _ffill(x, axis):
 
 
 def push(array, n, axis):
-    """dask.array.push: forward-fill NaNs along ``axis``, at most ``n`` positions past the last
-    valid value (``n`` None: no limit)."""
+    """Forward-fill NaNs along ``axis``, as dask.array's ``push``.
+
+    Each NaN takes the last valid value before it, at most ``n`` positions past it.
+
+    Parameters
+    ----------
+    array : array_like
+        The array.
+    n : int or None
+        The most positions filled after a valid value; None: no limit.
+    axis : int
+        The axis filled along.
+
+    Returns
+    -------
+    RelArray
+        ``array`` with its NaNs filled.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([1.0, np.nan, np.nan, 4.0]), chunks=2)
+    >>> da.push(x, None, 0).compute()
+    array([1., 1., 1., 4.])
+    >>> da.push(x, 1, 0).compute()
+    array([ 1.,  1., nan,  4.])
+    """
     from . import creation, elementwise, manipulation, structure
     from .routines import notnull
 

@@ -36,16 +36,62 @@ from .relations import axis_of
 
 
 def overlap_internal(x, axes):
-    """dask.array.overlap.overlap_internal: every block extended by ``axes`` (a depth: int,
-    tuple, dict; ``(before, after)`` pairs) elements of its neighbours, none at the array's
-    edges (a gather per axis)."""
+    """Every block extended by its neighbours' elements, none at the array's edges, as
+    dask.array.overlap's ``overlap_internal``.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    axes : int, tuple or dict
+        A depth (``coerce_depth``; ``(before, after)`` pairs allowed).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with each block grown by its neighbours' edges (a gather per axis).
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> y = da.overlap.overlap_internal(x, {0: 1})
+    >>> y.chunks
+    ((4, 4),)
+    >>> y.compute()
+    array([0, 1, 2, 3, 2, 3, 4, 5])
+    """
     x = asarray(x)
     return halos(x, coerce_depth(x.ndim, axes), coerce_boundary(x.ndim, "none"))
 
 
 def trim_overlap(x, depth, boundary=None):
-    """dask.array.overlap.trim_overlap: ``depth`` trimmed off both sides of every block (see
-    ``trim_internal``)."""
+    """``depth`` trimmed off both sides of every block, as dask.array.overlap's ``trim_overlap``.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array, its blocks extended (``overlap``).
+    depth : int, tuple or dict
+        A depth (``coerce_depth``).
+    boundary : str or dict, optional
+        The boundary the blocks were extended with (``trim_internal``).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with its blocks trimmed.
+
+    See Also
+    --------
+    trim_internal
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> y = da.overlap.overlap(x, 1, "none")
+    >>> da.overlap.trim_overlap(y, 1, "none").compute()
+    array([0, 1, 2, 3, 4, 5])
+    """
     x = asarray(x)
     return trim_internal(x, coerce_depth(x.ndim, depth), boundary)
 
@@ -74,23 +120,133 @@ def _pad_axis(x, axis, lo, hi, mode):
 
 
 def periodic(x, axis, depth):
-    """dask.array.overlap.periodic: ``depth`` elements of the other end copied to each side."""
+    """Axis ``axis`` of ``x`` extended on each side (dask.array.overlap's ``periodic``).
+
+    ``depth`` elements of the other end copied to each side.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    axis : int
+        The axis extended.
+    depth : int
+        How many elements each side gains.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with ``2 * depth`` more elements along ``axis``.
+
+    See Also
+    --------
+    boundaries
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.periodic(x, 0, 1).compute()
+    array([5, 0, 1, 2, 3, 4, 5, 0])
+    """
     return _pad_axis(x, axis, depth, depth, "periodic")
 
 
 def reflect(x, axis, depth):
-    """dask.array.overlap.reflect: each side extended by its own ``depth`` edge elements,
-    mirrored (the edge element repeated, as NumPy's ``symmetric`` pad)."""
+    """Axis ``axis`` of ``x`` extended on each side (dask.array.overlap's ``reflect``).
+
+    Each side extended by its own ``depth`` edge elements, mirrored (the edge
+    element repeated, as NumPy's ``symmetric`` pad).
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    axis : int
+        The axis extended.
+    depth : int
+        How many elements each side gains.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with ``2 * depth`` more elements along ``axis``.
+
+    See Also
+    --------
+    boundaries
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.reflect(x, 0, 1).compute()
+    array([0, 0, 1, 2, 3, 4, 5, 5])
+    """
     return _pad_axis(x, axis, depth, depth, "reflect")
 
 
 def nearest(x, axis, depth):
-    """dask.array.overlap.nearest: each edge element repeated ``depth`` times outwards."""
+    """Axis ``axis`` of ``x`` extended on each side (dask.array.overlap's ``nearest``).
+
+    Each edge element repeated ``depth`` times outwards.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    axis : int
+        The axis extended.
+    depth : int
+        How many elements each side gains.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with ``2 * depth`` more elements along ``axis``.
+
+    See Also
+    --------
+    boundaries
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.nearest(x, 0, 1).compute()
+    array([0, 0, 1, 2, 3, 4, 5, 5])
+    """
     return _pad_axis(x, axis, depth, depth, "nearest")
 
 
 def constant(x, axis, depth, value):
-    """dask.array.overlap.constant: a block of ``depth`` elements of ``value`` on each side."""
+    """Axis ``axis`` of ``x`` extended on each side (dask.array.overlap's ``constant``).
+
+    A block of ``depth`` elements of ``value`` on each side.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    axis : int
+        The axis extended.
+    depth : int
+        How many elements each side gains.
+    value : scalar
+        The value the new elements hold.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with ``2 * depth`` more elements along ``axis``.
+
+    See Also
+    --------
+    boundaries
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.constant(x, 0, 1, -1).compute()
+    array([-1,  0,  1,  2,  3,  4,  5, -1])
+    """
     from .creation import full
     from .stacking import concatenate
 
@@ -104,8 +260,35 @@ def constant(x, axis, depth, value):
 
 
 def boundaries(x, depth=None, kind=None):
-    """dask.array.overlap.boundaries: each axis extended by ``depth`` elements of its boundary
-    ``kind`` ("periodic", "reflect", "nearest", a constant; "none" or None adds nothing)."""
+    """Each axis extended by ``depth`` elements of its boundary, as dask.array.overlap's
+    ``boundaries``.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    depth : int, tuple or dict
+        Elements added on each side, per axis (``coerce_depth``).
+    kind : str, scalar, tuple or dict
+        The boundary per axis (``coerce_boundary``): ``"periodic"``, ``"reflect"``,
+        ``"nearest"``, a constant; ``"none"`` or None adds nothing.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with its edges extended.
+
+    Raises
+    ------
+    NotImplementedError
+        A constant boundary with different depths before and after.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.boundaries(x, {0: 1}, {0: "periodic"}).compute()
+    array([5, 0, 1, 2, 3, 4, 5, 0])
+    """
     x = asarray(x)
     if isinstance(kind, dict):
         kind = {k: "none" if v is None else v for k, v in kind.items()}
@@ -124,9 +307,32 @@ def boundaries(x, depth=None, kind=None):
 
 
 def add_dummy_padding(x, depth, boundary):
-    """dask.array.overlap.add_dummy_padding: along each axis with a "none" boundary and a depth,
-    ``depth`` elements of unspecified value (``empty``) on each side, absorbed into the first
-    and last blocks (``depth``, ``boundary``: coerced dicts)."""
+    """Padding of unspecified values along each axis with a ``"none"`` boundary, as dask.array.overlap's
+    ``add_dummy_padding``.
+
+    ``depth`` elements (``empty``) on each side, absorbed into the first and last blocks, so a
+    function given extended blocks sees the same shape at the array's edges as inside.
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    depth : dict
+        ``{axis: depth}`` (coerced, ``coerce_depth``).
+    boundary : dict
+        ``{axis: boundary}`` (coerced, ``coerce_boundary``); only ``"none"`` axes are padded.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with ``2 * depth`` more elements along each padded axis.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.overlap.add_dummy_padding(x, {0: 1}, {0: "none"}).chunks
+    ((4, 4),)
+    """
     from .creation import empty
     from .stacking import concatenate
 
@@ -144,7 +350,25 @@ def add_dummy_padding(x, depth, boundary):
 
 
 def coerce_depth_type(ndim, depth):
-    """dask's: the depth's entries as Python ints (``coerce_depth`` does it too)."""
+    """The depth's entries as Python ints (dask's; ``coerce_depth`` does it too).
+
+    Parameters
+    ----------
+    ndim : int
+        The array's number of dimensions.
+    depth : int, tuple or dict
+        A depth (``coerce_depth``), maybe holding NumPy integers.
+
+    Returns
+    -------
+    dict
+        ``{axis: int or (before, after)}`` for every axis, with Python ints.
+
+    Examples
+    --------
+    >>> da.overlap.coerce_depth_type(1, {0: np.int64(2)})
+    {0: 2}
+    """
     return coerce_depth(ndim, depth)
 
 

@@ -99,8 +99,8 @@ def _sum_dtype(dt, dtype):
 
 sum = derived_from(np)(_simple("sum", K.add, _sum_dtype))  # noqa: A001
 prod = derived_from(np)(_simple("prod", K.mul, _sum_dtype))
-max = _simple("max", K.maximum, lambda dt, dtype: dt)  # noqa: A001
-min = _simple("min", K.minimum, lambda dt, dtype: dt)  # noqa: A001
+max = derived_from(np)(_simple("max", K.maximum, lambda dt, dtype: dt))  # noqa: A001
+min = derived_from(np)(_simple("min", K.minimum, lambda dt, dtype: dt))  # noqa: A001
 any = derived_from(np)(_simple("any", K.maximum, lambda dt, dtype: np.bool_))  # noqa: A001
 all = derived_from(np)(_simple("all", K.minimum, lambda dt, dtype: np.bool_))  # noqa: A001
 nansum = derived_from(np)(_simple("nansum", K.add, _sum_dtype))
@@ -412,8 +412,34 @@ cumprod = derived_from(np)(_scan("cumprod"))
 
 
 def numel(x, axis=None, keepdims=False, dtype=np.float64):
-    """dask's chunk function: how many elements of chunk ``x`` each result element reduces
-    over ``axis``, as NumPy (a masked chunk counts its unmasked ones)."""
+    """How many elements of chunk ``x`` each result element reduces over ``axis``.
+
+    dask's chunk function, for reductions written with ``reduction``: it runs on NumPy chunks,
+    not on RelArrays. A masked chunk counts its unmasked elements.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        One chunk (a ``numpy.ma.MaskedArray`` counts only its unmasked elements).
+    axis : int or tuple of ints, optional
+        The axes reduced over; None: all.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    dtype : dtype, optional
+        The count's dtype (float64 by default, as dask's).
+
+    Returns
+    -------
+    numpy.ndarray or scalar
+        The count, shaped as a reduction of ``x`` over ``axis``.
+
+    Examples
+    --------
+    >>> da.numel(np.ones((2, 3)), axis=1)
+    array([3., 3.])
+    >>> da.numel(np.ones((2, 3)))
+    np.float64(6.0)
+    """
     if masked.is_masked(x):
         return np.sum(np.ones_like(x), axis=axis, keepdims=keepdims, dtype=dtype)
     if axis is None:
@@ -425,8 +451,32 @@ def numel(x, axis=None, keepdims=False, dtype=np.float64):
 
 
 def nannumel(x, axis=None, keepdims=False, dtype=None):
-    """dask's chunk function: the count of non-NaN elements of chunk ``x`` over ``axis``
-    (dense: a sparse count has an unpredictable fill value, dask#7169)."""
+    """The count of non-NaN elements of chunk ``x`` over ``axis``.
+
+    dask's chunk function, for reductions written with ``reduction``: it runs on chunks, not on
+    RelArrays. The count is dense (a sparse count has an unpredictable fill value, dask#7169).
+
+    Parameters
+    ----------
+    x : array
+        One chunk.
+    axis : int or tuple of ints, optional
+        The axes reduced over; None: all.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    dtype : dtype, optional
+        The count's dtype (NumPy's sum of booleans by default).
+
+    Returns
+    -------
+    array or scalar
+        The number of non-NaN elements, shaped as a reduction of ``x`` over ``axis``.
+
+    Examples
+    --------
+    >>> da.nannumel(np.array([1.0, np.nan, 2.0]))
+    np.int64(2)
+    """
     xp = npx(x)
     n = xp.sum(~xp.isnan(x), axis=axis, keepdims=keepdims, dtype=dtype)
     return n.todense() if hasattr(n, "todense") else n
