@@ -128,8 +128,33 @@ def _other_chunks(x, longest, axis):
 
 
 def shuffle(x, indexer, axis, chunks="auto"):
-    """dask.array.shuffle: ``x`` reordered along ``axis`` so that each group of positions in
-    ``indexer`` (a list of lists) is contiguous and never split between two blocks."""
+    """``x`` reordered along ``axis`` so that each group of ``indexer`` is contiguous, as
+    dask.array's ``shuffle``.
+
+    A group is never split between two blocks.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    indexer : list of lists of int
+        Groups of positions along ``axis``.
+    axis : int
+        The axis reordered.
+    chunks : "auto" or int, optional
+        The output's block sizes along ``axis`` (groups kept whole).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with its positions along ``axis`` in the order of ``indexer``'s groups.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.shuffle(x, [[0, 3], [1, 4], [2, 5]], axis=0).compute()
+    array([0, 3, 1, 4, 2, 5])
+    """
     from .rechunk import take
 
     x = asarray(x)
@@ -200,9 +225,33 @@ def _block_products(chunks):
 
 
 def reshape_blockwise(x, shape, chunks=None):
-    """dask.array.reshape_blockwise: every block reshaped on its own (merging consecutive axes;
-    ``chunks`` required when the number of dimensions grows). The element order differs from
-    NumPy's reshape exactly as dask's does."""
+    """Every block reshaped on its own, as dask.array's ``reshape_blockwise``.
+
+    Merging consecutive axes; ``chunks`` is required when the number of dimensions grows. The
+    element order differs from NumPy's reshape exactly as dask's does (each block's elements
+    stay in that block).
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    shape : tuple of int
+        The new shape.
+    chunks : tuple of tuples, optional
+        The new chunks, required when ``len(shape) > x.ndim``.
+
+    Returns
+    -------
+    RelArray
+        ``x`` reshaped block by block.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(12).reshape(4, 3), chunks=(2, 3))
+    >>> y = da.reshape_blockwise(x, (12,))
+    >>> y.chunks
+    ((6, 6),)
+    """
     from .rechunk import take
     from .structure import reshape
 

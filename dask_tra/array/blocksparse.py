@@ -17,8 +17,37 @@ from .zerofill import BlocksSource, SparseSource
 
 
 def from_blocks(blocks: dict, shape, chunks, dtype=None, name=None):
-    """A block-sparse array from ``{block index tuple: array}`` (each of its block's shape);
-    blocks not given are zeros."""
+    """A block-sparse array from ``{block index: array}``; blocks not given are zeros.
+
+    Parameters
+    ----------
+    blocks : dict
+        ``{block index tuple: array}``, each array of its block's shape (NumPy, CuPy or torch).
+    shape : tuple of int
+        The array's shape.
+    chunks : int or tuple
+        The block sizes (as ``from_array``).
+    dtype : dtype, optional
+        The dtype; default: the blocks' common dtype.
+    name : str, optional
+        The array's name.
+
+    Returns
+    -------
+    RelArray
+        A block-sparse array holding the blocks given.
+
+    Examples
+    --------
+    >>> x = da.from_blocks({(0, 0): np.ones((2, 2))}, shape=(4, 4), chunks=2)
+    >>> x.nnzblocks
+    1
+    >>> x.compute()
+    array([[1., 1., 0., 0.],
+           [1., 1., 0., 0.],
+           [0., 0., 0., 0.],
+           [0., 0., 0., 0.]])
+    """
     shape = _shape(shape)
     given = {tuple(int(i) for i in k): np.asarray(b) for k, b in blocks.items()}
     if dtype is None:
@@ -36,8 +65,33 @@ def from_blocks(blocks: dict, shape, chunks, dtype=None, name=None):
 
 
 def from_sparse(m, chunks="auto", name=None):
-    """A block-sparse array from a SciPy sparse matrix/array or a pydata ``sparse`` array: a
-    block is held iff it has a nonzero, as a dense chunk."""
+    """A block-sparse array from a SciPy sparse matrix/array or a pydata ``sparse`` array.
+
+    A block is held if and only if it has a nonzero, as a dense chunk.
+
+    Parameters
+    ----------
+    m : scipy.sparse matrix or array, or sparse.SparseArray
+        The data.
+    chunks : int, tuple or "auto", optional
+        The block sizes (as ``from_array``).
+    name : str, optional
+        The array's name.
+
+    Returns
+    -------
+    RelArray
+        A block-sparse array with ``m``'s values.
+
+    Examples
+    --------
+    >>> import scipy.sparse
+    >>> x = da.from_sparse(scipy.sparse.eye(4, format="csr"), chunks=2)
+    >>> x.nnzblocks
+    2
+    >>> x.sum().compute()
+    np.float64(4.0)
+    """
     if hasattr(m, "tocoo"):
         m = m.tocoo()
     if not all(hasattr(m, a) for a in ("coords", "data", "shape", "dtype")):
@@ -65,8 +119,11 @@ POWER_LAW_EXPONENT = 1.0  # Zipf: the row of rank r (1 = busiest) gets a share â
 
 
 def block_sparse_random(shape, chunks="auto", density=0.1, seed=None, dtype=np.float64, pattern="random"):
-    """Uniform [0, 1) values in a ``density`` fraction of the blocks (which ones: drawn from
-    ``seed``; each block's values: from ``(seed, *key)``, as ``random.random``).
+    """A block-sparse array of uniform [0, 1) values in a ``density`` fraction of its blocks.
+
+    Which blocks are held is drawn from ``seed``; each block's values from ``(seed, *key)``, as
+    ``random.random``. Blocks not held are zeros, skipped by the plan where an operation allows
+    (a product with a zero block, a sum). Everything is deterministic given ``seed``.
 
     ``pattern`` says which blocks are held:
 
@@ -80,7 +137,37 @@ def block_sparse_random(shape, chunks="auto", density=0.1, seed=None, dtype=np.f
       at the number of block columns (the excess going to the other rows); the columns of
       each row are drawn uniformly at random without replacement.
 
-    Everything is deterministic given ``seed``.
+    Parameters
+    ----------
+    shape : tuple of int
+        The array's shape.
+    chunks : int, tuple or "auto", optional
+        The block sizes (as ``from_array``).
+    density : float, optional
+        The fraction of blocks held (default 0.1).
+    seed : int, optional
+        Seeds both the choice of blocks and their values.
+    dtype : dtype, optional
+        A floating dtype (default float64).
+    pattern : {"random", "banded", "power-law"}, optional
+        Which blocks are held (above).
+
+    Returns
+    -------
+    RelArray
+        A block-sparse array (``nnzblocks`` of its ``numblocks`` held).
+
+    See Also
+    --------
+    from_blocks, from_sparse
+
+    Examples
+    --------
+    >>> x = da.block_sparse_random((4, 4), chunks=2, density=0.5, seed=0, pattern="banded")
+    >>> x.numblocks, x.nnzblocks
+    ((2, 2), 2)
+    >>> x.compute().shape
+    (4, 4)
     """
     shape = _shape(shape)
     if pattern not in PATTERNS:

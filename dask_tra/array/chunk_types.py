@@ -16,9 +16,29 @@ _HANDLED_CHUNK_TYPES: list[type] = [np.ndarray, np.ma.MaskedArray]
 
 
 def register_chunk_type(type):
-    """dask.array.register_chunk_type: ``type`` is a chunk type that RelArrays operate with
-    rather than defer to. (dask_tra stores chunks of its backends' libraries; an array of
-    another type is converted by ``from_array`` as NumPy would, through ``__array__``.)"""
+    """Register ``type`` as a chunk type that RelArrays operate with rather than defer to (dask's).
+
+    dask_tra stores chunks of its backends' libraries; an array of another type is converted
+    by ``from_array`` as NumPy would, through ``__array__``. Registering a type makes RelArrays
+    take precedence over it in binary operations (``other + x``).
+
+    Parameters
+    ----------
+    type : type
+        The chunk type.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> class MyChunk(np.ndarray):
+    ...     pass
+    >>> da.register_chunk_type(MyChunk)
+    >>> da.is_valid_chunk_type(MyChunk)
+    True
+    """
     _HANDLED_CHUNK_TYPES.append(type)
 
 
@@ -36,7 +56,24 @@ def _handled() -> tuple:
 
 
 def is_valid_chunk_type(type) -> bool:
-    """Whether ``type`` is a registered chunk type (or a subclass of one)."""
+    """Whether ``type`` is a registered chunk type (or a subclass of one).
+
+    Parameters
+    ----------
+    type : type
+        The type asked about.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> da.is_valid_chunk_type(np.ndarray)
+    True
+    >>> da.is_valid_chunk_type(list)
+    False
+    """
     try:
         return type in _HANDLED_CHUNK_TYPES or issubclass(type, _handled())
     except TypeError:
@@ -44,7 +81,24 @@ def is_valid_chunk_type(type) -> bool:
 
 
 def is_valid_array_chunk(array) -> bool:
-    """Whether ``array`` is None or an instance of a registered chunk type."""
+    """Whether ``array`` is None or an instance of a registered chunk type.
+
+    Parameters
+    ----------
+    array : object
+        The object asked about.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> da.is_valid_array_chunk(np.ones(2))
+    True
+    >>> da.is_valid_array_chunk([1, 2])
+    False
+    """
     return array is None or isinstance(array, _handled())
 
 

@@ -60,8 +60,42 @@ def load_npy(path, mmap_mode):
 
 
 def from_delayed(value, shape, dtype=None, meta=None, name=None):
-    """A one-block RelArray whose block is the value of ``value`` (a ``dask.delayed``, or a
-    distributed ``Future``, wrapped in one as dask does)."""
+    """A one-block RelArray whose block is the value of a ``dask.delayed`` object.
+
+    Parameters
+    ----------
+    value : dask.delayed.Delayed or distributed.Future
+        What computes the block (a Future is wrapped in a Delayed, as dask does).
+    shape : int or tuple of int
+        The block's shape (known sizes).
+    dtype : dtype, optional
+        The block's dtype; required unless ``meta`` gives it.
+    meta : array, optional
+        An empty array of the block's type and dtype.
+    name : str, optional
+        The array's name.
+
+    Returns
+    -------
+    RelArray
+        A lazy array of one block.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a Delayed (or Future).
+    ValueError
+        Neither ``dtype`` nor ``meta`` is given.
+    NotImplementedError
+        ``shape`` has an unknown size.
+
+    Examples
+    --------
+    >>> import dask
+    >>> x = da.from_delayed(dask.delayed(np.ones)(3), shape=(3,), dtype=float)
+    >>> x.compute()
+    array([1., 1., 1.])
+    """
     if hasattr(value, "key") and not hasattr(value, "__dask_graph__"):
         value = delayed(value)
     if not hasattr(value, "key") or not hasattr(value, "__dask_graph__"):
@@ -84,7 +118,47 @@ def from_delayed(value, shape, dtype=None, meta=None, name=None):
 
 
 def from_zarr(url, component=None, storage_options=None, chunks=None, name=None, inline_array=False, **kwargs):
-    """A RelArray reading a zarr array lazily (chunked like the zarr array unless ``chunks``)."""
+    """A RelArray reading a zarr array lazily, block by block where the plan needs it.
+
+    Parameters
+    ----------
+    url : str, path or zarr.Array
+        Where the zarr array is (or the array itself).
+    component : str, optional
+        The array's path inside a zarr group.
+    storage_options : dict, optional
+        Options of the storage backend (fsspec).
+    chunks : tuple, optional
+        The RelArray's chunks; default: the zarr array's.
+    name : str, optional
+        The array's name.
+    inline_array : bool, optional
+        Accepted for dask's signature.
+    **kwargs
+        Passed to ``zarr.open_array``.
+
+    Returns
+    -------
+    RelArray
+        A lazy array over the zarr array.
+
+    See Also
+    --------
+    to_zarr
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "x.zarr")
+    >>> da.to_zarr(da.arange(6, chunks=3), path)
+    >>> y = da.from_zarr(path)
+    >>> y.chunks
+    ((3, 3),)
+    >>> y.compute()
+    array([0, 1, 2, 3, 4, 5])
+    >>> tmp.cleanup()
+    """
     import zarr
 
     if isinstance(url, zarr.Array):
@@ -96,7 +170,34 @@ def from_zarr(url, component=None, storage_options=None, chunks=None, name=None,
 
 
 def from_npy_stack(dirname, mmap_mode="r"):
-    """The array ``to_npy_stack`` (ours or dask's) wrote to ``dirname``."""
+    """The array ``to_npy_stack`` (dask_tra's or dask's) wrote to ``dirname``.
+
+    Parameters
+    ----------
+    dirname : str or path
+        The directory holding the ``.npy`` files and the ``info`` file.
+    mmap_mode : str or None, optional
+        ``numpy.load``'s memory-mapping mode for each file (default ``"r"``).
+
+    Returns
+    -------
+    RelArray
+        A lazy array, one block per file.
+
+    See Also
+    --------
+    to_npy_stack
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "stack")
+    >>> da.to_npy_stack(path, da.arange(6, chunks=3))
+    >>> da.from_npy_stack(path).compute()
+    array([0, 1, 2, 3, 4, 5])
+    >>> tmp.cleanup()
+    """
     with open(os.path.join(dirname, "info"), "rb") as f:
         info = pickle.load(f)
     chunks = tuple(tuple(int(c) for c in cs) for cs in info["chunks"])
@@ -340,14 +441,67 @@ def to_zarr(
     complete_attr=None,
     **kwargs,
 ):
-    """Write ``arr`` to a zarr array (created at ``url``/``component`` with the array's chunks,
-    or an existing ``zarr.Array``). Blocks must be regular (all equal but the last), as for dask:
-    each block then covers whole zarr chunks, and concurrent block writes never share one.
+    """Write ``arr`` to a zarr array.
 
-    ``complete_attr``: the name of a zarr attribute set to ``False`` before any block is written
-    and to ``True`` once every block is (a write that failed part way leaves ``False``: its
-    unwritten blocks read as fill values). Needs ``compute=True``; with ``compute=False``, set
-    the attribute yourself after computing what this returns."""
+    The array is created at ``url``/``component`` with ``arr``'s chunks, or ``url`` is an
+    existing ``zarr.Array``. Blocks must be regular (all equal but the last), as for dask: each
+    block then covers whole zarr chunks, and concurrent block writes never share one.
+
+    Parameters
+    ----------
+    arr : array_like
+        What to write.
+    url : str, path or zarr.Array
+        Where to write.
+    component : str, optional
+        The array's path inside a zarr group.
+    storage_options : dict, optional
+        Options of the storage backend (fsspec).
+    overwrite : bool, optional
+        Replace an array already at ``url``.
+    region : tuple of slices, optional
+        Where in an existing array to write.
+    compute : bool, optional
+        Write now (default), or return what writes when computed.
+    return_stored : bool, optional
+        Return the stored array (``store``'s).
+    zarr_format : {2, 3}, optional
+        The zarr format of a new array (default 3).
+    complete_attr : str, optional
+        The name of a zarr attribute set to ``False`` before any block is written and to
+        ``True`` once every block is (a write that failed part way leaves ``False``: its
+        unwritten blocks read as fill values). Needs ``compute=True``; with ``compute=False``,
+        set the attribute yourself after computing what this returns.
+    **kwargs
+        Passed to ``zarr.create_array``.
+
+    Returns
+    -------
+    None, Delayed or RelArray
+        ``store``'s result: None once written; with ``compute=False`` what writes when
+        computed; with ``return_stored`` the stored array.
+
+    Raises
+    ------
+    ValueError
+        Irregular blocks, or ``complete_attr`` with ``compute=False``.
+
+    See Also
+    --------
+    from_zarr, store
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import zarr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "x.zarr")
+    >>> da.to_zarr(da.ones((4, 4), chunks=2), path, complete_attr="complete")
+    >>> z = zarr.open_array(path)
+    >>> z.chunks, z.attrs["complete"]
+    ((2, 2), True)
+    >>> tmp.cleanup()
+    """
     import zarr
 
     arr = asarray(arr)
@@ -390,10 +544,39 @@ def _check_regular(arr):
 
 
 def to_hdf5(filename, *args, chunks=True, **kwargs):
-    """``to_hdf5(filename, "/x", x)`` or ``to_hdf5(filename, {"/x": x, "/y": y})``: write arrays
-    into datasets of an HDF5 file. HDF5 allows one writing process: without a distributed Client
-    the writes run in this process's threads; with one, blocks are computed on the workers and
-    written here as they arrive."""
+    """Write arrays into datasets of an HDF5 file.
+
+    ``to_hdf5(filename, "/x", x)`` or ``to_hdf5(filename, {"/x": x, "/y": y})``. HDF5 allows
+    one writing process: without a distributed Client the writes run in this process's threads;
+    with one, blocks are computed on the workers and written here as they arrive.
+
+    Parameters
+    ----------
+    filename : str or path
+        The HDF5 file (opened for appending).
+    *args
+        A dataset path and an array, or one dict ``{dataset path: array}``.
+    chunks : bool or tuple, optional
+        True (default): HDF5 chunks like the arrays' first blocks; otherwise ``h5py``'s.
+    **kwargs
+        Passed to ``h5py``'s ``require_dataset`` (``compression=``, ...).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import h5py
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "data.h5")
+    >>> da.to_hdf5(path, "/x", da.arange(6, chunks=3))
+    >>> with h5py.File(path) as f:
+    ...     f["x"][:]
+    array([0, 1, 2, 3, 4, 5])
+    >>> tmp.cleanup()
+    """
     import h5py
 
     data = args[0] if len(args) == 1 and isinstance(args[0], dict) else {args[0]: args[1]}
@@ -425,7 +608,35 @@ class NpyStack:
 
 
 def to_npy_stack(dirname, x, axis=0):
-    """Write ``x`` as one ``.npy`` file per block along ``axis`` plus an ``info`` file (dask's format)."""
+    """Write ``x`` as one ``.npy`` file per block along ``axis``, plus an ``info`` file (dask's format).
+
+    Parameters
+    ----------
+    dirname : str or path
+        The directory (created if missing).
+    x : array_like
+        What to write.
+    axis : int, optional
+        The axis along which blocks become files (the others are written whole).
+
+    Returns
+    -------
+    None
+
+    See Also
+    --------
+    from_npy_stack
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "stack")
+    >>> da.to_npy_stack(path, da.arange(6, chunks=3))
+    >>> sorted(os.listdir(path))
+    ['0.npy', '1.npy', 'info']
+    >>> tmp.cleanup()
+    """
     from .relations import axis_of
 
     x = asarray(x)
@@ -439,7 +650,28 @@ def to_npy_stack(dirname, x, axis=0):
 
 
 def to_delayed(x, optimize_graph=True):
-    """An object array (shape ``numblocks``) of ``dask.delayed`` values, one per block."""
+    """One ``dask.delayed`` value per block, in an object array shaped like the block grid.
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    optimize_graph : bool, optional
+        Accepted for dask's signature (the plan's graph is used as it is).
+
+    Returns
+    -------
+    numpy.ndarray
+        An object array of shape ``x.numblocks``; element ``k`` computes block ``k``.
+
+    Examples
+    --------
+    >>> d = da.to_delayed(da.arange(6, chunks=3))
+    >>> d.shape
+    (2,)
+    >>> d[1].compute()
+    array([3, 4, 5])
+    """
     from dask.delayed import Delayed
 
     graph = x.__dask_graph__()
