@@ -5,11 +5,15 @@ by importing:
   a module (function bodies included; ``if TYPE_CHECKING:`` blocks excepted), plus the
   parent packages it runs: importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``
   first. The importer's own parent packages are left out (Python has run them before the
-  importer), as are the function-level imports of the modules in ``CALL_TIME_CYCLE``:
-  RelArray's methods and NumPy protocols (``x.sum()``, ``x + y``, ``np.sum(x)``) call the
-  namespace function of their name, and that function builds RelArrays, so the class and
-  its namespace import each other at call time by design. Module-level imports alone must
-  form no cycle at all (``test_no_module_level_import_cycle``);
+  importer). Module-level imports alone must form no cycle either
+  (``test_no_module_level_import_cycle``);
+- the array frontend is layered by a declared rank (``ARRAY_RANKS``, lowest first): an array
+  module imports only array modules of lower rank, function bodies included. The plumbing
+  ranks lowest, then ``methods`` (RelArray's methods), then ``core`` (RelArray), then the
+  relation glue, the function families, NumPy's protocols and the package. RelArray's
+  methods call the families (``x.sum()`` is ``sum(x)``) without importing them: the package
+  binds them into ``methods`` once it has imported them all (``methods.bind``). The one edge
+  still against the ranks is ``PENDING``'s (see there);
 - every module imports on its own in a fresh interpreter (``python -c "import dask_tra.X"``);
 - the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
   import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.runtime),
@@ -35,8 +39,34 @@ REFERENCE = "dask_tra.reference"
 # what the reference package may import of dask_tra (besides itself)
 REFERENCE_MAY_IMPORT = ("dask_tra.tra", "dask_tra.ia", "dask_tra.optimizer", "dask_tra.backends")
 FORBIDDEN = ("dask", "distributed", "dask_tra.runtime")
-# modules whose function-level imports may close a cycle (see the module doc)
-CALL_TIME_CYCLE = ("dask_tra.array.methods", "dask_tra.array.dispatch")
+ARRAY = "dask_tra.array"
+# The array modules by rank, lowest first (``__init__``: the package): each imports only modules
+# listed before it (function-level imports and the parent packages they run included). A new
+# module goes after everything it imports; an import of a module listed later is an import back
+# up: invert it (as ``methods.bind`` does) or move the importer up.
+ARRAY_RANKS = (
+    # plumbing: imports no array module
+    "subscripts", "naming", "planview", "zerofill", "display", "kernels", "linalg.kernels",
+    # RelArray's methods (the families reached through ``methods.bind``), then RelArray itself
+    "methods", "core",
+    # between arrays and relations
+    "relations", "joint", "chunk_types", "lazy", "rechunk",
+    # the function families
+    "creation", "structure", "blocksparse", "distributions", "testing", "elementwise", "random",
+    "utils", "contractions", "reductions", "stacking", "manipulation", "nanreductions", "blockwise",
+    "linalg.qr", "blocklayout", "gufuncs", "io", "linalg.batched", "linalg.blocked", "padding",
+    "quantiles", "treereduce", "indexing", "linalg.norms", "linalg", "datadependent", "fft",
+    "routines", "sorting", "namespace_linalg", "fill", "ma", "namespace_fft", "stats", "overlap",
+    # NumPy's protocols, then the package, which binds the families into ``methods``
+    "dispatch", "__init__",
+    # the Array API namespace: imports the package itself
+    "namespace",
+)
+# Edges against the ranks, pending a change outside the array core: RelArray.__array_namespace__
+# imports the Array API namespace when called, because namespace.py imports the package (so the
+# package cannot import it to bind it). Once namespace.py takes the package from the binding
+# (``from .methods import da as _da``), the package imports and binds it, and this set is empty.
+PENDING = {("dask_tra.array.methods", "dask_tra.array.namespace")}
 
 
 def _module_name(path: Path) -> str:
@@ -112,19 +142,19 @@ def _parents(name: str) -> list[str]:
 
 
 def import_graph(module_level: bool = True, parents: bool = False,
-                 exempt: tuple = ()) -> dict[str, set[str]]:
+                 skip: set | frozenset = frozenset()) -> dict[str, set[str]]:
     """module -> the dask_tra modules it imports (and, for outside names, the names themselves).
     ``parents``: also the parent packages an import runs, except the importer's own.
-    ``exempt``: modules whose function-level imports are left out."""
+    ``skip``: (importer, imported) edges left out."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        nodes = _import_nodes(tree, module_level or name in exempt)
+        nodes = _import_nodes(tree, module_level)
         targets = {t for node in nodes for t in _targets(name, node)}
         if parents:
             own = set(_parents(name))
             targets |= {p for t in targets if t.startswith(PACKAGE + ".") for p in _parents(t) if p not in own}
-        graph[name] = targets
+        graph[name] = {t for t in targets if (name, t) not in skip}
     return graph
 
 
@@ -190,32 +220,59 @@ def test_no_module_level_import_cycle():
 
 
 def test_no_import_cycle():
-    """Function-level imports count too, except those of CALL_TIME_CYCLE (the module doc)."""
-    cycle = find_cycle(import_graph(module_level=False, parents=True, exempt=CALL_TIME_CYCLE))
+    """Function-level imports count too (``PENDING``'s edge aside: see there)."""
+    cycle = find_cycle(import_graph(module_level=False, parents=True, skip=PENDING))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
-# what array/core.py may reach in the array layer: plumbing that imports no other array module
-CORE_PLUMBING = ("dask_tra.array.methods", "dask_tra.array.naming", "dask_tra.array.planview",
-                 "dask_tra.array.zerofill")
+def _array_module(short: str) -> str:
+    return ARRAY if short == "__init__" else f"{ARRAY}.{short}"
+
+
+def test_every_array_module_has_a_rank():
+    declared = [_array_module(m) for m in ARRAY_RANKS]
+    assert len(set(declared)) == len(declared), "a module listed twice in ARRAY_RANKS"
+    found = {m for m in MODULES if _within(m, ARRAY)}
+    assert not found - set(declared), f"give these a rank in ARRAY_RANKS: {sorted(found - set(declared))}"
+    assert not set(declared) - found, f"no such modules: {sorted(set(declared) - found)}"
+
+
+def test_array_modules_import_only_lower_ranks():
+    """An array module imports only array modules of lower rank (``ARRAY_RANKS``), anywhere in
+    its code, the parent packages an import runs included: so the array core imports no
+    function family, and RelArray's methods reach the families through ``methods.bind``."""
+    rank = {_array_module(m): i for i, m in enumerate(ARRAY_RANKS)}
+    graph = import_graph(module_level=False, parents=True)
+    bad = sorted(f"{m} (rank {rank[m]}) imports {t} (rank {rank[t]})" for m in rank for t in graph[m]
+                 if t in rank and t != m and rank[t] >= rank[m] and (m, t) not in PENDING)
+    assert not bad, "\n".join(bad)
+    assert all(t in graph[m] for m, t in PENDING), "a PENDING edge is gone: drop it from PENDING"
 
 
 def test_array_core_imports_no_function_family():
-    """RelArray's module imports no function family (creation, reductions, indexing, ...): the
-    array modules it reaches (module-level imports, transitively) are CORE_PLUMBING, and those
-    import no array module anywhere in their code, except the call-time door's function-level
-    imports (methods.py: each method calls the namespace function of its name when it runs)."""
-    graph = import_graph(module_level=True)
-    reached, todo = set(), ["dask_tra.array.core"]
-    while todo:
-        for t in graph[todo.pop()]:
-            if _within(t, "dask_tra.array") and t not in reached:
-                reached.add(t)
-                todo.append(t)
-    assert reached <= set(CORE_PLUMBING), sorted(reached - set(CORE_PLUMBING))
-    anywhere = import_graph(module_level=False, exempt=CALL_TIME_CYCLE)
-    bad = sorted(f"{m} imports {t}" for m in CORE_PLUMBING for t in anywhere[m] if _within(t, "dask_tra.array"))
-    assert not bad, "\n".join(bad)
+    """RelArray's module and its methods' rank below every module that builds RelArrays: what
+    they import of the array layer (anywhere in their code) is plumbing, which imports no array
+    module; the families are bound into ``methods`` by the package (``methods.bind``)."""
+    core, methods = ARRAY_RANKS.index("core"), ARRAY_RANKS.index("methods")
+    assert methods == core - 1
+    graph = import_graph(module_level=False)
+    plumbing = {_array_module(m) for m in ARRAY_RANKS[:methods]}
+    assert not [t for m in plumbing for t in graph[m] if _within(t, ARRAY)]
+    for m in ("core", "methods"):
+        reached = {t for t in graph[_array_module(m)] if _within(t, ARRAY)} - {_array_module("methods")}
+        reached -= {t for mm, t in PENDING if mm == _array_module(m)}
+        assert reached <= plumbing, sorted(reached - plumbing)
+
+
+def test_methods_are_bound_once_the_package_is_imported():
+    """Importing any array module runs the package first, and the package binds every module of
+    ``methods.ABOVE`` (checked in a fresh interpreter: ``import dask_tra.array.core`` alone)."""
+    code = ("import sys, types, dask_tra.array.core; m = sys.modules['dask_tra.array.methods']; "
+            "assert all(isinstance(getattr(m, n), types.ModuleType) for n in m.ABOVE); "
+            "x = sys.modules['dask_tra.array'].ones(3, chunks=2); print(float((x + 1).sum()), x.T.shape)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["6.0", "(3,)"]
 
 
 def test_every_module_imports_on_its_own():

@@ -38,6 +38,7 @@ from . import (  # noqa: E402
 )
 from . import blockwise as _blockwise  # the module (the name ``blockwise`` is the function)
 from . import core as _core  # noqa: E402
+from . import rechunk as _rechunk  # the module, before ``from .rechunk import rechunk`` (the function) below
 from .blocklayout import *  # noqa: F401,F403
 from .blocksparse import *  # noqa: F401,F403
 from .blockwise import *  # noqa: F401,F403
@@ -172,4 +173,25 @@ __all__ = sorted(
         "Array",
     }
     | set(_DTYPES)
+)
+
+# RelArray's methods call the function families (``x.sum()`` is ``sum(x)``), which import the
+# array core: so the core imports none of them, and this package binds them for its methods
+# once every family is imported (``methods.bind``; tests/test_imports.py checks the ranks).
+import sys as _sys  # noqa: E402
+
+from . import dispatch as _dispatch  # noqa: E402
+from . import indexing as _indexing  # noqa: E402
+from . import methods as _methods  # noqa: E402
+from . import relations as _relations  # noqa: E402
+
+_methods.bind(
+    da=_sys.modules[__name__],
+    blockwise=_blockwise,
+    creation=creation,
+    dispatch=_dispatch,
+    indexing=_indexing,
+    rechunk=_rechunk,
+    relations=_relations,
+    structure=structure,
 )

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import methods
+from .chunk_types import is_valid_chunk_type, should_defer
 from .core import RelArray
+from .gufuncs import apply_gufunc
 
 # NumPy functions that only read dtypes: answered from metadata
 DTYPE_ONLY = {np.result_type, np.can_cast, np.min_scalar_type}
@@ -24,15 +27,13 @@ ACCUMULATE_UFUNCS = {"add": "cumsum", "multiply": "cumprod"}
 
 
 def _namespace():
-    import dask_tra.array as da
-
-    return da
+    """dask_tra.array, as bound for RelArray's methods (``methods.bind``): the package imports
+    this module, so this module does not import the package."""
+    return methods.da
 
 
 def _known(v) -> bool:
     """Whether a RelArray handles an operation with ``v`` (else it defers: NEP 13)."""
-    from .chunk_types import should_defer
-
     return not should_defer(v)
 
 
@@ -46,8 +47,6 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
         if ufunc is np.vecdot:
             return da.vecdot(*inputs, **kwargs)
         if ufunc.signature is not None:  # a generalized ufunc (``numba.guvectorize``): dask's route
-            from .gufuncs import apply_gufunc
-
             return apply_gufunc(ufunc, ufunc.signature, *inputs, **kwargs)
         return da.apply_ufunc(ufunc, *inputs, **kwargs)
     if method == "reduce" and ufunc.__name__ in REDUCE_UFUNCS:
@@ -66,8 +65,6 @@ def array_function(func, types, args, kwargs):
     if func in DTYPE_ONLY:
         swap = [a.dtype if isinstance(a, RelArray) else a for a in args]
         return func(*swap, **kwargs)
-    from .chunk_types import is_valid_chunk_type
-
     if not all(issubclass(t, RelArray) or is_valid_chunk_type(t) for t in types):
         return NotImplemented
     impl = HANDLED.get(func)

@@ -8,14 +8,45 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
+from types import ModuleType
 
 import numpy as np
 
 
-def _da():
-    import dask_tra.array as da
+class _Unbound:
+    """A module above the array core until ``bind`` puts it in place."""
 
-    return da
+    __slots__ = ("module",)
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, attr):
+        raise RuntimeError(
+            f"{self.module} is not bound yet: RelArray's methods reach it once dask_tra/array/__init__.py "
+            "has imported every function family (methods.bind)"
+        )
+
+
+# The modules above the array core that RelArray's methods call: the function families build
+# RelArrays, so they import the core, and the core imports none of them. dask_tra/array/__init__.py
+# binds them here once it has imported them all (``bind``); since it is the parent package of every
+# array module, it has run before any RelArray exists. ``da`` is the namespace, dask_tra.array.
+ABOVE = ("da", "blockwise", "creation", "dispatch", "indexing", "rechunk", "relations", "structure")
+da = _Unbound("dask_tra.array")
+blockwise = creation = dispatch = indexing = rechunk = relations = structure = _Unbound("an array module")
+
+
+def bind(**modules) -> None:
+    """Put the modules of ``ABOVE`` in place, by name (``dask_tra/array/__init__.py`` calls this
+    once, after importing them all): ``bind(da=dask_tra.array, indexing=..., ...)``."""
+    if sorted(modules) != sorted(ABOVE):
+        raise TypeError(f"bind takes the modules {', '.join(ABOVE)}; got {', '.join(sorted(modules))}")
+    if not all(isinstance(m, ModuleType) for m in modules.values()):
+        raise TypeError(
+            f"bind takes modules: {', '.join(n for n, m in modules.items() if not isinstance(m, ModuleType))}"
+        )
+    globals().update(modules)
 
 
 def chunk_device(expr, sources) -> str:
@@ -42,13 +73,12 @@ def chunk_device(expr, sources) -> str:
 
 def normalize_out(out):
     """dask.array's ``out=``: None, a RelArray, or a tuple holding one (NumPy's ufunc form)."""
-    from .relations import is_array
 
     if isinstance(out, tuple):
         if len(out) > 1:
             raise NotImplementedError("The out parameter is not fully supported: only one output array")
         out = out[0] if out else None
-    if out is not None and not is_array(out):
+    if out is not None and not relations.is_array(out):
         raise NotImplementedError(
             f"The out parameter is not fully supported. Received type {type(out).__name__}, expected a dask_tra Array"
         )
@@ -70,11 +100,10 @@ def handle_out(out, result):
 def _operate(name, x, y, reflected=False):
     """``dask_tra.array.<name>(x, y)`` (``(y, x)`` when ``reflected``) for a binary operator of
     ``x``; NotImplemented for an operand that RelArrays defer to (NEP 13: its type answers)."""
-    from .dispatch import _known
 
-    if not _known(y) and not hasattr(y, "dask"):
+    if not dispatch._known(y) and not hasattr(y, "dask"):
         return NotImplemented
-    f = getattr(_da(), name)
+    f = getattr(da, name)
     return f(y, x) if reflected else f(x, y)
 
 
@@ -93,12 +122,10 @@ def _to_scalar(x, convert):
 def _cast(value, dtype):
     """``value`` cast to ``dtype`` as NumPy's item assignment does (unsafe casting; NumPy's errors,
     e.g. for NaN into integers or Python ints out of range); a RelArray or dask array stays lazy."""
-    from .creation import asarray
-    from .relations import is_array, reject_masked
 
-    reject_masked(value, what="item assignment")  # np.ma.masked included
-    if is_array(value) or hasattr(value, "dask"):
-        return asarray(value).astype(dtype)
+    relations.reject_masked(value, what="item assignment")  # np.ma.masked included
+    if relations.is_array(value) or hasattr(value, "dask"):
+        return creation.asarray(value).astype(dtype)
     out = np.empty(np.shape(value), dtype)
     out[...] = value
     return out
@@ -125,38 +152,34 @@ def _key_items(key):
     """The index's items, with 0-d NumPy arrays as scalars; an array-valued item classified:
     ``("mask", m)`` for a boolean one, ``("index", i)`` for an integer one (RelArray or NumPy);
     a lazy index of another dtype is a mask (its truth values, as dask's ``where``)."""
-    from .relations import is_array
 
     items = []
     for k in key if isinstance(key, tuple) else (key,):
         if isinstance(k, np.ndarray) and k.ndim == 0:
             k = k[()]
-        if hasattr(k, "dask") and not is_array(k):
-            k = _da().asarray(k)
-        if is_array(k) or isinstance(k, (list, np.ndarray)):
-            arr = k if is_array(k) else np.asarray(k)
+        if hasattr(k, "dask") and not relations.is_array(k):
+            k = da.asarray(k)
+        if relations.is_array(k) or isinstance(k, (list, np.ndarray)):
+            arr = k if relations.is_array(k) else np.asarray(k)
             if arr.ndim == 0 and arr.dtype == np.bool_:  # a lazy 0-d mask: kept (see _assigned)
                 items.append(k)
                 continue
             if arr.dtype == np.bool_:
                 k = ("mask", arr)
-            elif arr.dtype.kind in "iu" or (not is_array(k) and arr.size == 0):
-                k = ("index", arr if is_array(k) else arr.astype(np.int64))
-            elif is_array(k):
+            elif arr.dtype.kind in "iu" or (not relations.is_array(k) and arr.size == 0):
+                k = ("index", arr if relations.is_array(k) else arr.astype(np.int64))
+            elif relations.is_array(k):
                 k = ("mask", arr.astype(bool))  # dask: where(key, value, x)
             else:
-                from .indexing import INVALID
-
-                raise IndexError(INVALID)
+                raise IndexError(indexing.INVALID)
         items.append(k)
     return items
 
 
 def _is_bool0(k):
     """A 0-d boolean index item: Python's or NumPy's bool, or a 0-d boolean RelArray."""
-    from .relations import is_array
 
-    return isinstance(k, (bool, np.bool_)) or (is_array(k) and k.ndim == 0 and k.dtype == np.bool_)
+    return isinstance(k, (bool, np.bool_)) or (relations.is_array(k) and k.ndim == 0 and k.dtype == np.bool_)
 
 
 def _count_is(expected, total):
@@ -187,7 +210,6 @@ def _in_bounds(n, bad):
 
 def _where_mask(x, m, value, items):
     """``x[mask] = value`` with a mask over ``x``'s shape or its leading axes: ``where``."""
-    from .relations import is_array
 
     if items[1:] not in ([], [Ellipsis]):  # x[mask] or x[mask, ...]
         raise IndexError(
@@ -211,9 +233,9 @@ def _where_mask(x, m, value, items):
     length = vs[m.ndim - 1]  # v's extent where NumPy's form would put one value per true element
     if v.size > 1 and length > 1 and all(n == 1 for n in vs[: m.ndim - 1]):
         # where(mask, v, x) differs from NumPy's assignment when the mask holds `length` true values
-        if is_array(m):
-            check = _da().map_blocks(partial(_count_is_not, length), m.astype(np.int64).sum(), dtype=np.int64)
-            v = _da().asarray(v) + check.astype(v.dtype)
+        if relations.is_array(m):
+            check = da.map_blocks(partial(_count_is_not, length), m.astype(np.int64).sum(), dtype=np.int64)
+            v = da.asarray(v) + check.astype(v.dtype)
         elif int(np.count_nonzero(m)) == length:
             raise ValueError(
                 f"ambiguous item assignment: the mask holds {length} true values, so NumPy would assign "
@@ -221,7 +243,7 @@ def _where_mask(x, m, value, items):
                 f"broadcasts v to x's shape; assign where(mask, v, x) or v[mask] instead"
             )
     m = m.reshape(m.shape + (1,) * (x.ndim - m.ndim))
-    return _da().where(m, v, x)
+    return da.where(m, v, x)
 
 
 def _assigned(x, key, value):
@@ -233,12 +255,7 @@ def _assigned(x, key, value):
     position to its (last) index in the selection: ``take`` with NumPy positions; for a lazy
     integer index a stable ``argsort`` and a right ``searchsorted``; for a lazy mask its
     ``cumsum``. Nothing is computed here."""
-    from .indexing import _entries
-    from .rechunk import take
-    from .relations import is_array
-    from .structure import reshape
 
-    da = _da()
     items = _key_items(key)
     flags = [k for k in items if _is_bool0(k)]
     if flags:
@@ -246,10 +263,10 @@ def _assigned(x, key, value):
         # assignment is that of None there; with False nothing changes (the value still has to
         # fit); a lazy one picks between the two with where
         y = _assigned(x, tuple(None if _is_bool0(k) else k for k in items), value)
-        if y is None or not all(bool(k) for k in flags if not is_array(k)):
+        if y is None or not all(bool(k) for k in flags if not relations.is_array(k)):
             return None
         for k in flags:
-            if is_array(k):
+            if relations.is_array(k):
                 y = da.where(k, y, x)
         return y
     arrays = [(i, k) for i, k in enumerate(items) if isinstance(k, tuple)]
@@ -257,7 +274,7 @@ def _assigned(x, key, value):
         raise NotImplementedError("item assignment with more than one integer or boolean array index is not supported")
     if arrays:
         at, (kind, arr) = arrays[0]
-        if kind == "mask" and (arr.ndim > 1 or (is_array(arr) and arr.ndim == x.ndim) or x.ndim == 0):
+        if kind == "mask" and (arr.ndim > 1 or (relations.is_array(arr) and arr.ndim == x.ndim) or x.ndim == 0):
             if at != 0:
                 raise IndexError(
                     f"item assignment with a {arr.ndim}-d boolean index together with other indices is not supported"
@@ -268,7 +285,7 @@ def _assigned(x, key, value):
         if arr.ndim != 1:
             raise IndexError(f"item assignment with a {arr.ndim}-d integer array index is not supported (dask)")
         items[at] = np.zeros(0, np.int64)  # a placeholder: its axis is found below
-    entries = _entries(x, tuple(items))
+    entries = indexing._entries(x, tuple(items))
     sel, axes = [], []  # the selection's shape; per axis of x: (kind, selected positions or lazy index)
     for kind, k, _ in entries:
         if kind == "new":
@@ -287,11 +304,11 @@ def _assigned(x, key, value):
                         f"boolean index did not match indexed array along axis {ax}; size of axis is {n} "
                         f"but size of corresponding boolean axis is {k.shape[0]}"
                     )
-                if is_array(k):
+                if relations.is_array(k):
                     kind, idx = "lazymask", k
                 else:
                     kind, idx = "array", np.flatnonzero(k)
-            elif is_array(k):
+            elif relations.is_array(k):
                 kind, idx = "lazyindex", k
             else:
                 if k.size and (k.min() < -n or k.max() >= n):
@@ -329,7 +346,7 @@ def _assigned(x, key, value):
             vec = np.zeros(n, np.bool_)
             vec[idx] = True
             vec = da.from_array(vec, chunks=(x.chunks[ax],))
-        m = reshape(vec, (1,) * ax + (n,) + (1,) * (x.ndim - ax - 1))
+        m = structure.reshape(vec, (1,) * ax + (n,) + (1,) * (x.ndim - ax - 1))
         mask = m if mask is None else mask & m
     if v.ndim:  # an array value: placed into x's shape (its unit dims broadcast in where)
         vs = (1,) * (len(sel) - v.ndim) + tuple(v.shape)
@@ -339,7 +356,7 @@ def _assigned(x, key, value):
                 at += 1
             if kind != "new":
                 placed.append(1 if kind == "int" else vs[at - 1])
-        v = reshape(da.asarray(v), tuple(placed))
+        v = structure.reshape(da.asarray(v), tuple(placed))
         for ax, (kind, idx) in enumerate(axes):
             n = x.shape[ax]
             if v.shape[ax] == 1:
@@ -360,7 +377,7 @@ def _assigned(x, key, value):
                 src = np.zeros(n, np.int64)
                 src[idx] = np.arange(len(idx))  # a repeated position: its last value, as NumPy
                 near = np.searchsorted(order, np.arange(n)).clip(max=len(idx) - 1)  # unselected: a neighbour
-                v = take(v, ax, src[order[near]], out_chunks=x.chunks[ax])
+                v = rechunk.take(v, ax, src[order[near]], out_chunks=x.chunks[ax])
     y = da.where(True if mask is None else mask, v, x)
     y = y.astype(x.dtype)
     return y if y.chunks == x.chunks else y.rechunk(x.chunks)
@@ -384,39 +401,39 @@ class ArrayMethods:
 
     def flatten(self):
         """``self`` flattened to one dimension: ``dask_tra.array.ravel``."""
-        return _da().ravel(self)
+        return da.ravel(self)
 
     def nonzero(self):
         """The indices of the non-zero elements, one array per axis: ``dask_tra.array.nonzero``."""
-        return _da().nonzero(self)
+        return da.nonzero(self)
 
     def transpose(self, *axes):
         """``self`` with its axes permuted (reversed without ``axes``): ``dask_tra.array.transpose``."""
         if len(axes) == 1 and (axes[0] is None or np.ndim(axes[0]) == 1):
             axes = axes[0]
-        return _da().transpose(self, axes or None)
+        return da.transpose(self, axes or None)
 
     def reshape(self, *shape, order="C", merge_chunks=True, limit=None, copy=None):
         """``self`` with shape ``shape`` (a tuple or integers): ``dask_tra.array.reshape``."""
         if len(shape) == 1 and np.ndim(shape[0]) == 1:
             shape = shape[0]
-        return _da().reshape(self, shape, order=order, merge_chunks=merge_chunks, limit=limit, copy=copy)
+        return da.reshape(self, shape, order=order, merge_chunks=merge_chunks, limit=limit, copy=copy)
 
     @property
     def T(self):
-        return _da().transpose(self)
+        return da.transpose(self)
 
     @property
     def mT(self):
-        return _da().matrix_transpose(self)
+        return da.matrix_transpose(self)
 
     @property
     def real(self):
-        return _da().real(self)
+        return da.real(self)
 
     @property
     def imag(self):
-        return _da().imag(self)
+        return da.imag(self)
 
     @property
     def itemsize(self):
@@ -470,9 +487,8 @@ class ArrayMethods:
 
     def __getitem__(self, index):
         """``self[index]``: basic, integer-array and boolean indexing (``dask_tra.array.indexing``)."""
-        from .indexing import getitem
 
-        return getitem(self, index)
+        return indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
         """``x[index] = value``, as dask.array does it: ``x`` (this object) is rebound to a new lazy
@@ -508,20 +524,20 @@ class ArrayMethods:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy's ufuncs on RelArrays build lazy expressions (NEP 13; ``dispatch.array_ufunc``)."""
-        from .dispatch import array_ufunc
 
-        return array_ufunc(ufunc, method, *inputs, **kwargs)
+        return dispatch.array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy's functions on RelArrays call the namespace's (NEP 18; ``dispatch.array_function``)."""
-        from .dispatch import array_function
 
-        return array_function(func, types, args, kwargs)
+        return dispatch.array_function(func, types, args, kwargs)
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace, ``dask_tra.array.namespace``."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}")
+        # the one call-time import left above the core (tests/test_imports.py: PENDING): namespace.py
+        # imports the package itself, so the package cannot import it to bind it here
         from . import namespace
 
         return namespace
@@ -542,9 +558,8 @@ class ArrayMethods:
     @property
     def blocks(self):
         """``x.blocks[i, j]``: the array made of the selected blocks."""
-        from .blockwise import BlockView
 
-        return BlockView(self)
+        return blockwise.BlockView(self)
 
     @property
     def partitions(self):
@@ -590,25 +605,24 @@ class ArrayMethods:
     @property
     def vindex(self):
         """``x.vindex[rows, cols]``: point-wise indexing with broadcast integer arrays."""
-        from .blockwise import VIndex
 
-        return VIndex(self)
+        return blockwise.VIndex(self)
 
     def shuffle(self, indexer, axis, chunks="auto"):
         """dask.array's ``x.shuffle``: see ``dask_tra.array.shuffle``."""
-        return _da().shuffle(self, indexer, axis, chunks=chunks)
+        return da.shuffle(self, indexer, axis, chunks=chunks)
 
     def map_blocks(self, func, *args, **kwargs):
         """``func`` applied to each block: ``dask_tra.array.map_blocks``."""
-        return _da().map_blocks(func, self, *args, **kwargs)
+        return da.map_blocks(func, self, *args, **kwargs)
 
     def map_overlap(self, func, depth, boundary=None, trim=True, **kwargs):
         """``func`` applied to each block with ``depth`` neighbouring elements: ``dask_tra.array.map_overlap``."""
-        return _da().map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
+        return da.map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
 
     def store(self, target, **kwargs):
         """The values written into ``target``: ``dask_tra.array.store``."""
-        return _da().store(self, target, **kwargs)
+        return da.store(self, target, **kwargs)
 
     def to_zarr(
         self,
@@ -624,7 +638,7 @@ class ArrayMethods:
         **kwargs,
     ):
         """The values written to the Zarr array at ``url``: ``dask_tra.array.to_zarr``."""
-        return _da().to_zarr(
+        return da.to_zarr(
             self,
             url,
             component,
@@ -640,11 +654,11 @@ class ArrayMethods:
 
     def to_hdf5(self, filename, datapath, **kwargs):
         """The values written to dataset ``datapath`` of HDF5 file ``filename``: ``dask_tra.array.to_hdf5``."""
-        return _da().to_hdf5(filename, datapath, self, **kwargs)
+        return da.to_hdf5(filename, datapath, self, **kwargs)
 
     def to_delayed(self, optimize_graph=True):
         """The blocks as an array of Delayed objects: ``dask_tra.array.to_delayed``."""
-        return _da().to_delayed(self, optimize_graph)
+        return da.to_delayed(self, optimize_graph)
 
     def _repr_html_(self):
         """The notebook's view: a table of the array's attributes and a chunk diagram."""
@@ -792,19 +806,19 @@ class ArrayMethods:
 
     def __neg__(self):
         """``-self``: ``dask_tra.array.negative``."""
-        return _da().negative(self)
+        return da.negative(self)
 
     def __pos__(self):
         """``+self``: ``dask_tra.array.positive``."""
-        return _da().positive(self)
+        return da.positive(self)
 
     def __abs__(self):
         """``abs(self)``: ``dask_tra.array.absolute``."""
-        return _da().absolute(self)
+        return da.absolute(self)
 
     def __invert__(self):
         """``~self``: ``dask_tra.array.invert``."""
-        return _da().invert(self)
+        return da.invert(self)
 
     # ---------------------------------------------------------------- conversions to Python scalars (compute)
 
@@ -828,108 +842,108 @@ class ArrayMethods:
 
     def astype(self, dtype, casting="unsafe", copy=True, **kwargs):
         """``self`` cast to ``dtype`` (``order=`` is ignored, as dask does): ``dask_tra.array.astype``."""
-        return _da().astype(self, dtype, casting=casting, copy=copy, **kwargs)
+        return da.astype(self, dtype, casting=casting, copy=copy, **kwargs)
 
     def sum(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The sum over ``axis`` (None: all axes): ``dask_tra.array.sum``."""
-        return _da().sum(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.sum(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def prod(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The product over ``axis`` (None: all axes): ``dask_tra.array.prod``."""
-        return _da().prod(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.prod(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def mean(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The mean over ``axis`` (None: all axes): ``dask_tra.array.mean``."""
-        return _da().mean(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.mean(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def var(
         self, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kwargs
     ):
         """The variance over ``axis`` (None: all axes): ``dask_tra.array.var``."""
-        return _da().var(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
+        return da.var(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
 
     def std(
         self, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kwargs
     ):
         """The standard deviation over ``axis`` (None: all axes): ``dask_tra.array.std``."""
-        return _da().std(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
+        return da.std(self, axis, dtype, keepdims, ddof, split_every, out=out, correction=correction, **kwargs)
 
     def moment(self, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None):
         """The ``order``-th central moment over ``axis``: ``dask_tra.array.moment``."""
-        return _da().moment(self, order, axis, dtype, keepdims, ddof, split_every, out=out)
+        return da.moment(self, order, axis, dtype, keepdims, ddof, split_every, out=out)
 
     def min(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The minimum over ``axis`` (None: all axes): ``dask_tra.array.min``."""
-        return _da().min(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.min(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def max(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The maximum over ``axis`` (None: all axes): ``dask_tra.array.max``."""
-        return _da().max(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.max(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def argmin(self, axis=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The index of the minimum along ``axis`` (None: of the flattened array): ``dask_tra.array.argmin``."""
-        return _da().argmin(self, axis, keepdims, split_every, out=out, **kwargs)
+        return da.argmin(self, axis, keepdims, split_every, out=out, **kwargs)
 
     def argmax(self, axis=None, keepdims=False, split_every=None, out=None, **kwargs):
         """The index of the maximum along ``axis`` (None: of the flattened array): ``dask_tra.array.argmax``."""
-        return _da().argmax(self, axis, keepdims, split_every, out=out, **kwargs)
+        return da.argmax(self, axis, keepdims, split_every, out=out, **kwargs)
 
     def any(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """Whether any element along ``axis`` (None: all axes) is true: ``dask_tra.array.any``."""
-        return _da().any(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.any(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def all(self, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kwargs):
         """Whether all elements along ``axis`` (None: all axes) are true: ``dask_tra.array.all``."""
-        return _da().all(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
+        return da.all(self, axis, dtype, keepdims, split_every, out=out, **kwargs)
 
     def cumsum(self, axis=None, dtype=None, out=None, method="sequential", **kwargs):
         """The cumulative sum along ``axis`` (None: of the flattened array): ``dask_tra.array.cumsum``."""
-        return _da().cumsum(self, axis, dtype, out=out, method=method, **kwargs)
+        return da.cumsum(self, axis, dtype, out=out, method=method, **kwargs)
 
     def cumprod(self, axis=None, dtype=None, out=None, method="sequential", **kwargs):
         """The cumulative product along ``axis`` (None: of the flattened array): ``dask_tra.array.cumprod``."""
-        return _da().cumprod(self, axis, dtype, out=out, method=method, **kwargs)
+        return da.cumprod(self, axis, dtype, out=out, method=method, **kwargs)
 
     def dot(self, other, out=None):
         """The dot product of ``self`` and ``other``: ``dask_tra.array.dot``."""
-        return _da().dot(self, other, out)
+        return da.dot(self, other, out)
 
     def swapaxes(self, axis1, axis2):
         """``self`` with axes ``axis1`` and ``axis2`` interchanged: ``dask_tra.array.swapaxes``."""
-        return _da().swapaxes(self, axis1, axis2)
+        return da.swapaxes(self, axis1, axis2)
 
     def squeeze(self, axis=None):
         """``self`` without its axes of length one (or those of ``axis``): ``dask_tra.array.squeeze``."""
-        return _da().squeeze(self, axis)
+        return da.squeeze(self, axis)
 
     def ravel(self):
         """``self`` flattened to one dimension (C order): ``dask_tra.array.ravel``."""
-        return _da().ravel(self)
+        return da.ravel(self)
 
     def rechunk(self, chunks="auto", threshold=None, block_size_limit=None, balance=False, method=None):
         """``self`` with blocks ``chunks``: ``dask_tra.array.rechunk``."""
-        return _da().rechunk(self, chunks, threshold, block_size_limit, balance, method)
+        return da.rechunk(self, chunks, threshold, block_size_limit, balance, method)
 
     def round(self, decimals=0):
         """``self`` rounded to ``decimals`` decimals: ``dask_tra.array.round``."""
-        return _da().round(self, decimals)
+        return da.round(self, decimals)
 
     def clip(self, min=None, max=None, **kwargs):  # noqa: A002 (NumPy's and dask's parameter names)
         """``self`` limited to ``[min, max]`` (``a_min=``/``a_max=`` also taken): ``dask_tra.array.clip``."""
-        return _da().clip(self, **{"a_min": min, "a_max": max, **kwargs})
+        return da.clip(self, **{"a_min": min, "a_max": max, **kwargs})
 
     def conj(self):
         """The complex conjugate, element-wise: ``dask_tra.array.conj``."""
-        return _da().conj(self)
+        return da.conj(self)
 
     def conjugate(self):
         """The complex conjugate, element-wise (``conj``): ``dask_tra.array.conj``."""
-        return _da().conj(self)
+        return da.conj(self)
 
     def repeat(self, repeats, axis=None):
         """Each element repeated ``repeats`` times along ``axis`` (None: flattened): ``dask_tra.array.repeat``."""
-        return _da().repeat(self, repeats, axis)
+        return da.repeat(self, repeats, axis)
 
     def to_backend(self, backend=None, device=None):
         """``self`` with chunks of another library (numpy, cupy, torch): ``dask_tra.array.to_backend``."""
-        return _da().to_backend(self, backend, device)
+        return da.to_backend(self, backend, device)
