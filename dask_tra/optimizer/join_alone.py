@@ -1,30 +1,33 @@
-"""The join-alone strategies, each written once against a ``movers.Mover``.
+"""The join-alone strategies, each one class with its body written once against a mover.
 
 A join that no aggregation consumes (an elementwise sum or product of two arrays, a cross
-product) has three strategies, one body each below: what it moves, in the mover's words. The
-costing (``candidates.join_alone``) runs a body with a ``SymbolicMover`` and gets the ``Cand``
-the search compares; the plan builder (``strategies.join_alone``) runs the same body with an
+product) is planned by the strategies registered for ``OperatorKind.JOIN``: each class below
+(and ``contraction.Align``, which plans both a join and a contraction) carries its parameters
+and its ``body``, what it moves in the mover's words (``movers.Mover``). The costing
+(``candidates.join_alone``) runs each body with a ``SymbolicMover`` and gets the ``Cand`` the
+search compares; the plan builder (``strategies.join_alone``) runs the same body with an
 ``IAMover`` and gets the ``LocalJoin`` that runs. A body returns None where its strategy does
 not apply (no join keys to co-partition on; no placed side to keep).
 
 - ``Bcast(side)``: the other input partitioned by all its key dims, ``side`` sent to every site
   holding a partner of its tuples;
 - ``Copart()``: both inputs partitioned by the join keys;
-- ``Align(side)``: the other input kept where it is (one site per tuple), ``side`` sent to its
-  partners' sites.
+- ``Align(side)`` (``contraction``): the other input kept where it is (one site per tuple),
+  ``side`` sent to its partners' sites.
 
-A new join strategy with a parameter: its ``Strategy`` class in ``operators/registry.py``, its
-body here, and its place in ``ORDER``.
+A new join strategy with a parameter is one ``Strategy`` subclass, anywhere, with
+``kinds = {OperatorKind.JOIN}``, its fields, ``variants`` and ``body``: it registers itself
+(``operators.base``), and the costing, the plan builder, ``force=`` and the registry-wide cost =
+build test find it (``tests/test_strategy_registry.py`` defines one in the test file alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..ia import part
-from .movers import Mover
-from .operators.registry import SIDES, Align, Bcast, Copart, Strategy
+from .operators.base import SIDES, Mover, OperatorKind, Strategy, check_side
 
 
 def output_dims(join, i: int) -> list[int]:
@@ -47,12 +50,8 @@ def broadcast_to_partners(join, m: Mover, b: int, grid, st: Strategy) -> Any:
     return m.join(left, right, o, st)
 
 
-def bcast(join, m: Mover, st: Bcast) -> Any:
-    o = 1 - SIDES.index(st.side)  # the input partitioned, by all its key dims
-    return broadcast_to_partners(join, m, SIDES.index(st.side), part(range(len(m.frontier(o))), m.frontier(o)), st)
-
-
 def copart(join, m: Mover, st: Strategy) -> Any:
+    """Both inputs partitioned by the join keys (``Copart``, and a contraction's ``Cmm``)."""
     lk, rk = join.left_keys, join.right_keys
     if not lk:
         return None
@@ -61,7 +60,8 @@ def copart(join, m: Mover, st: Strategy) -> Any:
     return m.join(left, right, part(lk, join.type.frontier), st)
 
 
-def align_side(join, m: Mover, st: Align) -> Any:
+def align_side(join, m: Mover, st) -> Any:
+    """Input ``st.side`` sent to its partners' sites, the other kept where it is (``Align``)."""
     i = SIDES.index(st.side)  # the input sent
     f = 1 - i  # the one kept where it is
     keys = (join.left_keys, join.right_keys)
@@ -75,25 +75,54 @@ def align_side(join, m: Mover, st: Align) -> Any:
     return m.join(left, right, f, st)
 
 
-def align_joined(join, m: Mover, st: Align) -> Any:
-    """A join alone aligns on its join keys only (a cross product has none to align on)."""
-    return align_side(join, m, st) if join.left_keys else None
+@dataclass(frozen=True)
+class _Sided(Strategy):
+    """A strategy whose parameter is one input of a join, ``side``; named ``<prefix>-<side>``."""
+
+    prefix: ClassVar[str] = ""
+    side: str = "left"
+
+    def __post_init__(self):
+        check_side(self, self.side)
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}-{self.side}"
+
+    @classmethod
+    def variants(cls, node, s):
+        return tuple(cls(side) for side in SIDES)
+
+    @classmethod
+    def named(cls):
+        return tuple(cls(side) for side in SIDES)
 
 
-BODIES: dict[type[Strategy], Callable[..., Any]] = {Bcast: bcast, Copart: copart, Align: align_joined}
-ORDER: tuple[Strategy, ...] = (Bcast("left"), Bcast("right"), Copart(), Align("right"), Align("left"))
+@dataclass(frozen=True)
+class Bcast(_Sided):
+    """A join alone: the ``side`` input to every site holding a partner of the other's."""
+
+    kinds = frozenset({OperatorKind.JOIN})
+    prefix = "bcast"
+
+    def body(self, join, m: Mover) -> Any:
+        b = SIDES.index(self.side)
+        o = 1 - b  # the input partitioned, by all its key dims
+        return broadcast_to_partners(join, m, b, part(range(len(m.frontier(o))), m.frontier(o)), self)
 
 
-def run(join, mover: Callable[[], Mover], only: Strategy | None = None) -> dict:
-    """{strategy: what the body made} for each strategy ``only`` admits (every one if None) that
-    applies, a fresh mover from ``mover()`` per strategy."""
-    out = {}
-    for st in ORDER:
-        if only is None or only.admits(st):
-            made = BODIES[type(st)](join, mover(), st)
-            if made is not None:
-                out[st] = made
-    return out
+@dataclass(frozen=True)
+class Copart(Strategy):
+    """A join alone: both inputs co-partitioned on the join keys."""
+
+    kinds = frozenset({OperatorKind.JOIN})
+
+    @property
+    def name(self) -> str:
+        return "copart"
+
+    def body(self, join, m: Mover) -> Any:
+        return copart(join, m, self)
 
 
-__all__ = ["output_dims", "broadcast_to_partners", "bcast", "copart", "align_side", "BODIES", "ORDER", "run"]
+__all__ = ["output_dims", "broadcast_to_partners", "copart", "align_side", "Bcast", "Copart"]

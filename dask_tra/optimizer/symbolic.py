@@ -25,9 +25,10 @@ once, afterwards (``optimizer.build``), and tests check that its exact costing
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -329,6 +330,46 @@ class View:
     placed: bool = False
 
 
+Step = tuple[str, int | None, int]  # (what, which input (None: the partial results), bytes moved)
+
+
+@dataclass
+class Detail:
+    """What ``explain()`` says of a candidate beyond its totals: its moves, step by step
+    (``steps``), how its aggregation ended (``aggregate``: "local" or "two-phase"), the input a
+    ``bmm`` broadcasts (``bside``), a two-phase plan's placement rule (``placement``) and its
+    compute balance (``balance``: busiest site over the mean).
+
+    Readers not yet moved to the fields may read it as the mapping it replaces
+    (``detail.get("steps", ())``, ``"placement" in detail``, ``detail["bside"]``): a field
+    that is None is absent."""
+
+    steps: list[Step] = field(default_factory=list)
+    aggregate: str | None = None
+    bside: str | None = None
+    placement: str | None = None
+    balance: float | None = None
+
+    @classmethod
+    def of(cls, facts: Detail | Mapping) -> Detail:
+        """``facts`` as a ``Detail`` (a mapping of its field names, as older callers pass)."""
+        if isinstance(facts, Detail):
+            return facts
+        return cls(**{str(k): (list(v) if k == "steps" else v) for k, v in facts.items()})  # type: ignore[arg-type]
+
+    def _present(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def get(self, key: str, default=None):
+        return self._present().get(key, default)
+
+    def __getitem__(self, key: str):
+        return self._present()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._present()
+
+
 @dataclass
 class Cand:
     """One strategy's cost for one operator: what it moves and computes, where its result sits."""
@@ -340,13 +381,18 @@ class Cand:
     flops: np.ndarray | None = None
     tasks: int = 0
     present: list = field(default_factory=list)  # per input: present after this operator's moves
-    detail: dict = field(default_factory=dict)
+    # explain()'s facts: a ``Detail`` once made (a mapping of its field names is converted)
+    detail: Detail | Mapping[str, Any] = field(default_factory=Detail)
     site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
     site_sent: np.ndarray | None = None  # bytes each site sends (None: not known per site)
     terms: dict = field(default_factory=dict)  # registered CostTerms (``cost.TERMS``): name -> value
     # the strategy costed, every parameter costing chose filled in (``operators.registry``): what
     # the final costing and the plan builder take back; ``detail`` only informs ``explain()``
     strategy: Strategy | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.detail, Detail):
+            self.detail = Detail.of(self.detail)
 
 
 class Moves:
@@ -631,6 +677,7 @@ __all__ = [
     "sent_from",
     "wsum",
     "View",
+    "Detail",
     "Cand",
     "Moves",
     "key_bytes",

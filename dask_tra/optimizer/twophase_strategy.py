@@ -6,8 +6,10 @@ A contraction Σ_g(L ⋈ R) is an aggregated join tree: its join groups are the 
 ``cost`` runs the pilot run on the inputs' key sets (metadata: a block-sparse relation's keys,
 every key of a dense one) with each tuple's current sites (a placed input's copies, none for a
 free one), places every group by the paper's greedy (``twophase.place_greedy``, time
-objective with the search's ``Rates``), and returns the search's ``Cand``; ``build`` makes the
-IA plan of that placement: each input tuple shuffled to the sites of its join groups (a free
+objective with the search's ``Rates``). ``contraction.TwoPhase``'s body, written once, says the
+rest: each input to its join groups, the products made and summed. Its symbolic mover
+(``movers.SymbolicSummer``) costs it from the placement's own figures (``cand``), its IA mover
+(``movers.IASummer``, or ``build``'s) builds it: each input tuple shuffled to the sites of its join groups (a free
 one made first at its home), a ``LocalJoin`` computing each product at its one site, a local
 pre-sum per site, the partials shuffled to their group's site and summed there.
 
@@ -30,10 +32,10 @@ import numpy as np
 
 from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap
 from ..ia.nodes import IANode
+from .contraction import TwoPhase
 from .cost import Rates
 from .layout import Alt, has_placement
-from .operators.registry import TwoPhase
-from .symbolic import Cand, cell_flops, key_bytes, key_elements, present_keys
+from .symbolic import Cand, Detail, cell_flops, key_bytes, key_elements, present_keys
 from .twophase import Lineage, Problem, TwoPhasePlan, evaluate, evaluate_placement, greedy, lineage, problem, static
 
 MAX_JOIN_GROUPS = 5_000  # the candidate (both greedy runs and the rivals) costs ~20 µs per join group: ~0.1 s
@@ -106,34 +108,38 @@ def _lineage_and_costs(agg, views) -> tuple:
     return keys, rows, lin, join_keys, agg_rows, costs
 
 
-def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | None = None) -> Cand:
-    """The two-phase candidate: the greedy's placement (or ``fixed``'s, re-costed for where the
-    inputs are now), with its exact bytes, per-site received bytes and flops."""
+def placement(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | None = None):
+    """(the contraction's lineage and costs, the placement): the greedy's (``_best``), or
+    ``fixed``'s re-costed for where the inputs are now."""
     p = _Contraction(agg, views)
     rates = rates or Rates()
     if fixed is None:
-        plan = _best(p, s, rates)
-    else:
-        placement = evaluate_placement(
-            p.lin,
-            s,
-            fixed.join_sites,
-            fixed.agg_sites,
-            tuple_sites=p.tuple_sites,
-            homes=fixed.homes,
-            rates=rates,
-            **p.costs,
-        )
-        plan = TwoPhasePlan(
-            p.lin, s, fixed.join_sites, fixed.agg_sites, placement.homes, placement, strategy=fixed.strategy
-        )
-    present, site_in = [], np.zeros(s, np.int64)
-    for i, v in enumerate(views):
-        need = _need(p, plan, i, s)
-        rows = np.zeros((math.prod(v.type.frontier), s), bool)
-        rows[p.rows[i]] = need
-        present.append(rows if v.free else v.present | rows)
-        site_in += key_bytes(v.type) @ rows
+        return p, _best(p, s, rates)
+    placed = evaluate_placement(
+        p.lin,
+        s,
+        fixed.join_sites,
+        fixed.agg_sites,
+        tuple_sites=p.tuple_sites,
+        homes=fixed.homes,
+        rates=rates,
+        **p.costs,
+    )
+    return p, TwoPhasePlan(p.lin, s, fixed.join_sites, fixed.agg_sites, placed.homes, placed, strategy=fixed.strategy)
+
+
+def to_join_groups(p: _Contraction, plan: TwoPhasePlan, i: int, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(where input ``i``'s copies are once each tuple is at its join groups' sites, the bytes of
+    it each site then holds)."""
+    v = p.views[i]
+    rows = np.zeros((math.prod(v.type.frontier), s), bool)
+    rows[p.rows[i]] = _need(p, plan, i, s)
+    return (rows if v.free else v.present | rows), key_bytes(v.type) @ rows
+
+
+def cand(agg, p: _Contraction, plan: TwoPhasePlan, present: list, site_in, s: int) -> Cand:
+    """The two-phase candidate of ``plan`` (inputs at their join groups: ``present``,
+    ``site_in``), with its exact bytes, per-site received bytes and flops."""
     nb = key_bytes(agg.type)
     partial = np.zeros((math.prod(agg.type.frontier), s), bool)
     partial[p.agg_rows[p.lin.join_agg], plan.join_sites] = True
@@ -155,7 +161,7 @@ def cost(agg, views, s: int, rates: Rates | None = None, fixed: TwoPhasePlan | N
         # partial, plus a final sum where a group has several (as ``symbolic.finish`` counts)
         int(partial.sum()) + int((partial.sum(axis=1) > 1).sum()),
         present,
-        {"steps": steps, "balance": _balance(c.site_flops), "placement": plan.strategy},
+        Detail(steps, placement=plan.strategy, balance=_balance(c.site_flops)),
         np.asarray(c.site_received, np.int64),
         np.asarray(c.site_sent, np.float64),
         strategy=TwoPhase(plan),
@@ -215,34 +221,60 @@ def _balance(site_flops) -> float:
     return float(f.max() / f.mean()) if f.size and f.mean() > 0 else 1.0
 
 
-def build(agg, left: Alt, right: Alt, s: int, plan: TwoPhasePlan) -> IANode:
-    """The IA plan of ``plan``'s placement (see the module docstring)."""
+def send_side(alt: Alt, i: int, s: int, plan: TwoPhasePlan) -> IANode:
+    """Input ``i`` (``alt``) with each tuple at the sites of its join groups (a free one made
+    first at its home)."""
+    t = alt.node.type
+    keys = [tuple(int(x) for x in k) for k in _keys(t)]
+    need = np.zeros((len(keys), s), bool)
+    need[plan.lineage.join_tuples[:, i], plan.join_sites] = True
+    node = alt.node
+    if alt.free:
+        homes = plan.input_homes(i)
+        first = np.where(homes >= 0, homes, np.where(need.any(axis=1), need.argmax(axis=1), 0))
+        node = Placed(cast(Placed, node).input, SiteMap({k: (int(h),) for k, h in zip(keys, first)}), s)
+    where = {}
+    for k, row in zip(keys, need):
+        sites = tuple(int(x) for x in np.flatnonzero(row))
+        where[k] = sites or (node.copies[k][0][0],)
+    placement = SiteMap(where)
+    return node if has_placement(node, placement) else Shuffle(node, placement)
+
+
+def joined(agg, left: IANode, right: IANode, plan: TwoPhasePlan) -> IANode:
+    """Each block product made at its one site, pre-summed per site, the partials shuffled to
+    their group's site and summed there."""
     join = agg.child
-    sides = []
-    for i, alt in enumerate((left, right)):
-        t = alt.node.type
-        keys = [tuple(int(x) for x in k) for k in _keys(t)]
-        need = np.zeros((len(keys), s), bool)
-        need[plan.lineage.join_tuples[:, i], plan.join_sites] = True
-        node = alt.node
-        if alt.free:
-            homes = plan.input_homes(i)
-            first = np.where(homes >= 0, homes, np.where(need.any(axis=1), need.argmax(axis=1), 0))
-            node = Placed(cast(Placed, node).input, SiteMap({k: (int(h),) for k, h in zip(keys, first)}), s)
-        where = {}
-        for k, row in zip(keys, need):
-            sites = tuple(int(x) for x in np.flatnonzero(row))
-            where[k] = sites or (node.copies[k][0][0],)
-        placement = SiteMap(where)
-        sides.append(node if has_placement(node, placement) else Shuffle(node, placement))
     order = [plan.lineage.join_labels.index(d) for d in range(len(join.type.frontier))]
     at = {tuple(int(x) for x in k): int(t) for k, t in zip(plan.lineage.join_keys[:, order], plan.join_sites)}
-    joined = LocalJoin(sides[0], sides[1], join.left_keys, join.right_keys, join.kernel, at=at)
-    pre = LocalAggregate(joined, agg.group_by, agg.kernel)
+    product = LocalJoin(left, right, join.left_keys, join.right_keys, join.kernel, at=at)
+    pre = LocalAggregate(product, agg.group_by, agg.kernel)
     home = SiteMap({tuple(int(x) for x in k): (int(t),) for k, t in zip(plan.lineage.agg_keys, plan.agg_sites)})
     if has_placement(pre, home):
         return pre
     return LocalAggregate(Shuffle(pre, home), tuple(range(len(agg.group_by))), agg.kernel)
 
 
-__all__ = ["MAX_JOIN_GROUPS", "applies", "cost", "build"]
+class _Build:
+    """The IA mover of ``TwoPhase.body`` (``movers.IASummer`` answers the same three calls)."""
+
+    def __init__(self, agg, alts, s):
+        self.agg, self.alts, self.s = agg, alts, s
+
+    def placement(self, st: TwoPhase) -> TwoPhasePlan:
+        return st.plan
+
+    def to_join_groups(self, i: int, plan: TwoPhasePlan) -> IANode:
+        return send_side(self.alts[i], i, self.s, plan)
+
+    def join(self, left: IANode, right: IANode, plan: TwoPhasePlan, strategy) -> IANode:
+        return joined(self.agg, left, right, plan)
+
+
+def build(agg, left: Alt, right: Alt, s: int, plan: TwoPhasePlan) -> IANode:
+    """The IA plan of ``plan``'s placement: ``TwoPhase(plan)``'s body built (see the module
+    docstring)."""
+    return TwoPhase(plan).body(agg, _Build(agg, (left, right), s))
+
+
+__all__ = ["MAX_JOIN_GROUPS", "applies", "placement", "to_join_groups", "cand", "send_side", "joined", "build"]
