@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,23 +252,40 @@ class Pruner:
         return skip
 
 
+# The cost layer, per operator kind: (node, views, s, only, rates, prune) -> {strategy: Cand}.
+# (Each looks its family's costing up in ``candidates`` when called.)
+COSTS: dict[OperatorKind, Callable[..., dict]] = {
+    OperatorKind.CONTRACTION: lambda node, views, s, only, rates, prune: C.contraction(
+        node, views[0], views[1], s, only, rates=rates, prune=prune
+    ),
+    OperatorKind.JOIN: lambda node, views, s, only, rates, prune: C.join_alone(node, views[0], views[1], s, only),
+    OperatorKind.AGGREGATE: lambda node, views, s, only, rates, prune: C.aggregate_alone(node, views[0], s, only),
+    OperatorKind.REGISTERED: lambda node, views, s, only, rates, prune: _registered(node).costs(node, *views, s, only),
+    OperatorKind.PER_TUPLE: lambda node, views, s, only, rates, prune: C.per_tuple(node, views[0], s, only),
+}
+
+
+def _registered(node):
+    op = operators.lookup(node)
+    if op is None:  # ``operator_kind`` says REGISTERED only for a registered class
+        raise TRAError(f"cost: {node.describe()}: no module of optimizer/operators plans {type(node).__name__}")
+    return op
+
+
 def candidates(node, kind, views, s, only: Strategy | None = None, rates=None, prune=None) -> dict:
     """{strategy: Cand} (``registry.Strategy`` objects, every parameter filled in; ``only``: the
     candidates that strategy admits, e.g. a chosen ``Cand.strategy`` re-costed); a block-sparse
-    result's layout gives its holes no site. ``kind``: ``kind_of(node)``."""
+    result's layout gives its holes no site. ``kind``: ``kind_of(node)``. The costing is
+    ``COSTS``' for the node's operator kind; an operator of none raises a ``TRAError`` naming
+    the layer."""
     family = operator_kind(node)
-    if family is OperatorKind.CONTRACTION:
-        cands = C.contraction(node, views[0], views[1], s, only, rates=rates, prune=prune)
-    elif family is OperatorKind.JOIN:
-        cands = C.join_alone(node, views[0], views[1], s, only)
-    elif family is OperatorKind.AGGREGATE:
-        cands = C.aggregate_alone(node, views[0], s, only)
-    elif family is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
-        cands = op.costs(node, *views, s, only)
-    elif family is OperatorKind.PER_TUPLE:
-        cands = C.per_tuple(node, views[0], s, only)
-    else:
-        raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
+    cost = COSTS.get(family) if family is not None else None
+    if cost is None:
+        raise TRAError(
+            f"cost: {node.describe()}: no strategies for operator {type(node).__name__} "
+            f"(operator kind {family.value if family else None}; see optimizer/operators and search.COSTS)"
+        )
+    cands = cost(node, views, s, only, rates, prune)
     for st, c in cands.items():
         if c.strategy is None:  # a registered module's costing tagged by its key
             c.strategy = st
@@ -430,4 +448,4 @@ def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed):
     return out
 
 
-__all__ = ["search", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]
+__all__ = ["search", "COSTS", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]
