@@ -52,11 +52,25 @@ TABLE = {
 
 
 class SeedStream:
-    """The seeds of successive draws: a NumPy generator seeded like ``numpy.random.default_rng``
-    (None, an int, ints, a SeedSequence, a BitGenerator or its class, a NumPy or dask_tra
-    Generator). ``GLOBAL`` is the module-level stream: ``random.seed(s)`` reseeds it, and every
-    module-level function called without ``seed=`` draws its seed from it, as dask.array's
-    module-level ``RandomState`` does."""
+    """The seeds of successive draws.
+
+    A NumPy generator seeded like ``numpy.random.default_rng``; each ``next()`` is the seed of
+    one draw (whose blocks are then seeded by ``(seed, *key)``). ``GLOBAL`` is the module-level
+    stream: ``random.seed(s)`` reseeds it, and every module-level function called without
+    ``seed=`` draws its seed from it, as dask.array's module-level ``RandomState`` does.
+
+    Parameters
+    ----------
+    seed : None, int, sequence of int, SeedSequence, BitGenerator (or its class), Generator
+        What seeds the stream: as ``numpy.random.default_rng`` takes it, or a NumPy or dask_tra
+        Generator, or another SeedStream (continued from where it is).
+
+    Examples
+    --------
+    >>> a, b = da.random.SeedStream(0), da.random.SeedStream(0)
+    >>> a.next() == b.next()
+    True
+    """
 
     def __init__(self, seed=None):
         self.seed(seed)
@@ -152,7 +166,7 @@ def _distribution(name):
     return f
 
 
-beta = _distribution("beta")
+beta = derived_from(np.random.Generator)(_distribution("beta"))
 binomial = derived_from(np.random.RandomState)(_distribution("binomial"))
 chisquare = derived_from(np.random.RandomState)(_distribution("chisquare"))
 exponential = derived_from(np.random.RandomState)(_distribution("exponential"))
@@ -189,6 +203,7 @@ def multinomial(n, pvals, size=None, chunks="auto", seed=None):
     return draw("multinomial", size, chunks, seed, _INT, {"n": n, "pvals": pvals}, trailing=len(pvals))
 
 
+@derived_from(np.random.Generator)
 def multivariate_hypergeometric(colors, nsample, size=None, method="marginals", chunks="auto", seed=None):
     colors = np.asarray(colors, dtype=np.int64)
     return draw(

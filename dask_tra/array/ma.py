@@ -128,8 +128,46 @@ def _compare(name):
         return _apply(name, (_masked_where_compare, name), x, v, dtype=x.dtype)
 
     f.__name__ = name
-    f.__doc__ = f"``numpy.ma.{name}`` on every block."
+    f.__doc__ = _COMPARE_DOC.format(name=name, where=_COMPARE_WHERE[name], mask=_COMPARE_MASK[name])
     return f
+
+
+_COMPARE_WHERE = {
+    "masked_equal": "equal to",
+    "masked_not_equal": "not equal to",
+    "masked_greater": "greater than",
+    "masked_greater_equal": "greater than or equal to",
+    "masked_less": "less than",
+    "masked_less_equal": "less than or equal to",
+}
+_COMPARE_MASK = {
+    "masked_equal": "[False, False,  True, False]",
+    "masked_not_equal": "[ True,  True, False,  True]",
+    "masked_greater": "[False, False, False,  True]",
+    "masked_greater_equal": "[False, False,  True,  True]",
+    "masked_less": "[ True,  True, False, False]",
+    "masked_less_equal": "[ True,  True,  True, False]",
+}
+_COMPARE_DOC = """``x`` masked where it is {where} ``value`` (``numpy.ma.{name}`` on every block).
+
+    Parameters
+    ----------
+    x : array_like
+        The array (a masked one keeps its mask, the new one added).
+    value : scalar or array_like
+        What ``x`` is compared with (broadcast against ``x``).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with masked chunks (``numpy.ma.MaskedArray``).
+
+    Examples
+    --------
+    >>> x = da.arange(4, chunks=2)
+    >>> da.ma.{name}(x, 2).compute().mask
+    array({mask})
+    """
 
 
 def _masked_where_compare(name, x, v):
@@ -152,11 +190,51 @@ masked_less_equal = _compare("masked_less_equal")
 
 
 def masked_inside(x, v1, v2):
+    """``x`` masked where it is inside the interval ``[v1, v2]`` (``numpy.ma.masked_inside`` on every block).
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    v1, v2 : scalar
+        The interval's ends (in either order).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with masked chunks.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.ma.masked_inside(x, 1, 3).compute().mask
+    array([False,  True,  True,  True, False, False])
+    """
     x = _array(x)
     return _apply("masked_inside", (_masked_inside, v1, v2), x, dtype=x.dtype)
 
 
 def masked_outside(x, v1, v2):
+    """``x`` masked where it is outside the interval ``[v1, v2]`` (``numpy.ma.masked_outside`` on every block).
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    v1, v2 : scalar
+        The interval's ends (in either order).
+
+    Returns
+    -------
+    RelArray
+        ``x`` with masked chunks.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=3)
+    >>> da.ma.masked_outside(x, 1, 3).compute().mask
+    array([ True, False, False, False,  True,  True])
+    """
     x = _array(x)
     return _apply("masked_outside", (_masked_outside, v1, v2), x, dtype=x.dtype)
 
@@ -169,6 +247,24 @@ def masked_values(x, value, rtol=1e-05, atol=1e-08, shrink=True):
 
 
 def masked_invalid(a):
+    """``a`` masked where it is NaN or infinite (``numpy.ma.masked_invalid`` on every block).
+
+    Parameters
+    ----------
+    a : array_like
+        The array.
+
+    Returns
+    -------
+    RelArray
+        ``a`` with masked chunks.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([1.0, np.nan, np.inf]), chunks=2)
+    >>> da.ma.masked_invalid(x).compute().mask
+    array([False,  True,  True])
+    """
     a = _array(a)
     return _apply("masked_invalid", np.ma.masked_invalid, a, dtype=a.dtype)
 
@@ -180,8 +276,39 @@ def fix_invalid(a, fill_value=None):
 
 
 def masked_array(data, mask=np.ma.nomask, fill_value=None, chunks="auto", **kwargs):
-    """``numpy.ma.masked_array`` block by block (``data``, ``mask``: arrays of one shape; a scalar
-    ``fill_value``)."""
+    """A masked array from ``data`` and ``mask``, block by block (``numpy.ma.masked_array``).
+
+    Parameters
+    ----------
+    data : array_like
+        The values.
+    mask : array_like of bool, optional
+        True where masked, of ``data``'s shape (or one element); default: nothing masked.
+    fill_value : scalar, optional
+        The fill value of the masked chunks.
+    chunks : int, tuple or "auto", optional
+        The block sizes when ``data`` is not a RelArray (as ``from_array``).
+    **kwargs
+        ``dtype=``: the result's dtype.
+
+    Returns
+    -------
+    RelArray
+        An array with masked chunks (``numpy.ma.MaskedArray``).
+
+    Raises
+    ------
+    numpy.ma.MaskError
+        ``mask`` and ``data`` have different shapes.
+    ValueError
+        ``fill_value`` is not a scalar.
+
+    Examples
+    --------
+    >>> m = da.ma.masked_array(da.arange(4, chunks=2), mask=[True, False, False, True])
+    >>> m.sum().compute()
+    np.int64(3)
+    """
     data = data if is_array(data) else asarray(data, chunks=chunks)
     if getattr(fill_value, "shape", ()) or (is_array(fill_value) and fill_value.ndim):
         raise ValueError("non-scalar fill_value not supported")
@@ -212,11 +339,47 @@ def filled(a, fill_value=None):
 
 
 def getdata(a):
+    """The data of a masked array, without its mask (``numpy.ma.getdata`` on every block).
+
+    Parameters
+    ----------
+    a : array_like
+        The array (an unmasked one is returned as it is).
+
+    Returns
+    -------
+    RelArray
+        ``a``'s values as a plain array, masked elements included.
+
+    Examples
+    --------
+    >>> m = da.ma.masked_array(da.arange(4, chunks=2), mask=[True, False, False, True])
+    >>> da.ma.getdata(m).compute()
+    array([0, 1, 2, 3])
+    """
     a = _array(a)
     return _apply("getdata", _data_of, a, dtype=a.dtype)
 
 
 def getmaskarray(a):
+    """The mask of a masked array, as a full boolean array (``numpy.ma.getmaskarray`` on every block).
+
+    Parameters
+    ----------
+    a : array_like
+        The array (unmasked: all False).
+
+    Returns
+    -------
+    RelArray
+        A boolean array of ``a``'s shape, True where masked.
+
+    Examples
+    --------
+    >>> m = da.ma.masked_array(da.arange(4, chunks=2), mask=[True, False, False, True])
+    >>> da.ma.getmaskarray(m).compute()
+    array([ True, False, False,  True])
+    """
     a = _array(a)
     return _apply("getmaskarray", _mask_of, a, dtype=bool)
 

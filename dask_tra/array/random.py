@@ -62,7 +62,28 @@ def randint(low, high=None, size=None, chunks="auto", seed=None, dtype=np.int64)
 
 
 class Generator:
-    """``dask.array.random.default_rng(seed)``: each call draws from the next derived seed."""
+    """A random generator of chunked arrays, as ``dask.array.random.Generator``.
+
+    Each method call draws from the next seed of its stream, so two calls give different
+    arrays, and two generators made with the same seed give the same ones. Its methods are
+    ``numpy.random.Generator``'s, with ``chunks=``.
+
+    Parameters
+    ----------
+    seed : None, int, sequence of int, SeedSequence, BitGenerator or Generator, optional
+        As ``numpy.random.default_rng`` takes it.
+
+    See Also
+    --------
+    default_rng, RandomState
+
+    Examples
+    --------
+    >>> a = da.random.Generator(42).standard_normal(4, chunks=2).compute()
+    >>> b = da.random.Generator(42).standard_normal(4, chunks=2).compute()
+    >>> bool((a == b).all())
+    True
+    """
 
     def __init__(self, seed=None):
         self._stream = distributions.SeedStream(seed)
@@ -222,16 +243,40 @@ class Generator:
 
 
 class RandomState(Generator):
-    """``dask.array.random.RandomState(seed)`` (legacy method names)."""
+    """A random generator of chunked arrays with NumPy's legacy method names, as
+    ``dask.array.random.RandomState``.
+
+    A ``Generator`` that also has ``RandomState``'s methods (``randint``, ``random_sample``,
+    ``random_integers``, ``tomaxint``, ``seed``). Values are drawn by NumPy's ``Generator``,
+    so they differ from ``numpy.random.RandomState``'s for the same seed.
+
+    Parameters
+    ----------
+    seed : None, int, sequence of int, SeedSequence, BitGenerator or Generator, optional
+        As ``numpy.random.default_rng`` takes it.
+
+    See Also
+    --------
+    Generator
+
+    Examples
+    --------
+    >>> rs = da.random.RandomState(0)
+    >>> x = rs.randint(10, size=6, chunks=3)
+    >>> x.chunks, x.dtype
+    (((3, 3),), dtype('int64'))
+    """
 
     def seed(self, seed=None):
         self._stream.seed(seed)
 
+    @derived_from(np.random.RandomState)
     def random_integers(self, low, high=None, size=None, chunks="auto", **kw):
         """Integers in [low, high] (or [1, low] when ``high`` is None)."""
         low, high = (1, low) if high is None else (low, high)
         return self.integers(low, high + 1, size, np.int64, chunks)
 
+    @derived_from(np.random.RandomState)
     def tomaxint(self, size=None, chunks="auto", **kw):
         return self.integers(0, np.iinfo(np.int64).max, size, np.int64, chunks)
 
@@ -250,8 +295,29 @@ def default_rng(seed=None):
 
 
 def seed(seed=None):
-    """Reseed the module-level stream: the draws of the module-level functions called without
-    ``seed=`` after it repeat for the same seed (as ``dask.array.random.seed``)."""
+    """Reseed the module-level stream, as ``dask.array.random.seed``.
+
+    The module-level functions called without ``seed=`` after it draw the same arrays for the
+    same seed.
+
+    Parameters
+    ----------
+    seed : None, int, sequence of int, SeedSequence or BitGenerator, optional
+        As ``numpy.random.default_rng`` takes it (None: fresh entropy).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> da.random.seed(3)
+    >>> a = da.random.random(3, chunks=3).compute()
+    >>> da.random.seed(3)
+    >>> b = da.random.random(3, chunks=3).compute()
+    >>> bool((a == b).all())
+    True
+    """
     _STATE.seed(seed)
 
 
