@@ -147,7 +147,32 @@ def _lu_panels(a):
 
 
 def lu(a):
-    """Blocked LU ``a = p @ l @ u`` (dask's: partial pivoting inside diagonal blocks)."""
+    """Blocked LU decomposition ``a = p @ l @ u``, as dask.array.linalg's ``lu``.
+
+    Partial pivoting happens inside the diagonal blocks only (dask's scheme), so ``p`` is
+    block-diagonal.
+
+    Parameters
+    ----------
+    a : array_like
+        A square matrix with square diagonal blocks.
+
+    Returns
+    -------
+    p : RelArray
+        The permutation matrix.
+    l : RelArray
+        Lower triangular, with unit diagonal.
+    u : RelArray
+        Upper triangular.
+
+    Examples
+    --------
+    >>> a = da.from_array(np.array([[4.0, 3.0], [6.0, 3.0]]), chunks=1)
+    >>> p, l, u = da.linalg.lu(a)
+    >>> bool(np.allclose((p @ l @ u).compute(), a.compute()))
+    True
+    """
     from ..manipulation import tril, triu
 
     a = square(a, "lu")
@@ -211,7 +236,29 @@ def _vector(x, vector):
 
 
 def solve_triangular(a, b, lower=False):
-    """``a x = b`` for a triangular ``a``: blocked forward (``lower``) or backward substitution."""
+    """Solve ``a x = b`` for a triangular ``a``, by blocked forward or backward substitution.
+
+    Parameters
+    ----------
+    a : array_like
+        A square triangular matrix with square diagonal blocks.
+    b : array_like
+        The right-hand side: a vector or a matrix, its rows chunked like ``a``'s columns.
+    lower : bool, optional
+        ``a`` is lower triangular (forward substitution); default upper (backward).
+
+    Returns
+    -------
+    RelArray
+        ``x``, shaped like ``b``.
+
+    Examples
+    --------
+    >>> a = da.from_array(np.array([[2.0, 0.0], [1.0, 1.0]]), chunks=1)
+    >>> b = da.from_array(np.array([2.0, 3.0]), chunks=1)
+    >>> da.linalg.solve_triangular(a, b, lower=True).compute()
+    array([1., 2.])
+    """
     a = square(a, "solve_triangular")
     b, vector, dt = _rhs(b, a, "solve_triangular")
     a = a.astype(dt)

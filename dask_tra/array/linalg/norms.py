@@ -33,7 +33,37 @@ def _abs(x):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """The Array API's vector norm over ``axis`` (None: all elements)."""
+    """The Array API's vector norm, over ``axis``.
+
+    Parameters
+    ----------
+    x : array_like
+        A floating (or complex) array.
+    axis : int or tuple of int, optional
+        The axes the norm is taken over; None: all elements.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    ord : int, float, inf or -inf, optional
+        The norm's order (default 2): ``sum(abs(x)**ord)**(1/ord)``; 0 counts nonzeros,
+        ``inf``/``-inf`` are the largest/smallest absolute value.
+
+    Returns
+    -------
+    RelArray
+        The norm, with a real floating dtype.
+
+    See Also
+    --------
+    matrix_norm, norm
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([3.0, 4.0]), chunks=1)
+    >>> da.linalg.vector_norm(x).compute()
+    np.float64(5.0)
+    >>> da.linalg.vector_norm(x, ord=np.inf).compute()
+    np.float64(4.0)
+    """
     from ..reductions import count_nonzero
     from ..reductions import max as max_
     from ..reductions import min as min_
@@ -69,7 +99,32 @@ def svdvals(x, /):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """The Array API's matrix norm over the last two axes."""
+    """The Array API's matrix norm, over the last two axes.
+
+    Parameters
+    ----------
+    x : array_like
+        A floating (or complex) array of at least two dimensions (a stack of matrices).
+    keepdims : bool, optional
+        Keep the two reduced axes with length one.
+    ord : {"fro", "nuc", 1, -1, 2, -2, inf, -inf}, optional
+        The norm (default Frobenius), as ``numpy.linalg.matrix_norm``.
+
+    Returns
+    -------
+    RelArray
+        One norm per matrix, with a real floating dtype.
+
+    See Also
+    --------
+    vector_norm, norm
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([[3.0, 4.0], [0.0, 0.0]]), chunks=1)
+    >>> da.linalg.matrix_norm(x).compute()
+    np.float64(5.0)
+    """
     return _matrix_norm(_real_float(x), ord, (x.ndim - 2, x.ndim - 1), keepdims)
 
 

@@ -72,7 +72,37 @@ def _tsqr(a):
 
 
 def tsqr(data, compute_svd=False, _max_vchunk_size=None):
-    """QR (or SVD with ``compute_svd``) of a tall-and-skinny matrix by TSQR."""
+    """QR (or SVD) of a tall-and-skinny matrix by TSQR, as dask.array.linalg's ``tsqr``.
+
+    Each row block is factored, the stacked R factors factored again, and Q assembled from
+    both (the columns are rechunked to one block first).
+
+    Parameters
+    ----------
+    data : array_like
+        A 2-d array with at least as many rows as columns.
+    compute_svd : bool, optional
+        Return the SVD ``u, s, v`` instead of ``q, r``.
+    _max_vchunk_size : int, optional
+        Accepted for dask's signature.
+
+    Returns
+    -------
+    q, r : RelArray
+        ``data = q @ r``: ``q`` of ``data``'s shape with orthonormal columns, ``r`` square upper
+        triangular.
+    u, s, v : RelArray
+        With ``compute_svd``: ``data = u @ diag(s) @ v``.
+
+    Examples
+    --------
+    >>> m = da.random.random((20, 4), chunks=(5, 4), seed=0)
+    >>> q, r = da.linalg.tsqr(m)
+    >>> q.shape, r.shape
+    ((20, 4), (4, 4))
+    >>> bool(np.allclose((q @ r).compute(), m.compute()))
+    True
+    """
     a = _matrix(data, "tsqr")
     if a.shape[0] < a.shape[1]:
         raise ValueError(f"tsqr: needs a tall matrix (rows >= columns), got shape {a.shape}")
@@ -94,7 +124,34 @@ def _svd_square(r):
 
 
 def sfqr(data, name=None):
-    """QR of a short-and-fat matrix: Q, R1 of its leading square block, R = [R1, Q^H A2]."""
+    """QR of a short-and-fat matrix, as dask.array.linalg's ``sfqr``.
+
+    Q and R1 come from the QR of the leading square block (rechunked to one block), and
+    ``R = [R1, Q^H A2]``.
+
+    Parameters
+    ----------
+    data : array_like
+        A 2-d array with at most as many rows as columns.
+    name : str, optional
+        Accepted for dask's signature.
+
+    Returns
+    -------
+    q : RelArray
+        Square, orthonormal.
+    r : RelArray
+        Of ``data``'s shape, upper triangular: ``data = q @ r``.
+
+    Examples
+    --------
+    >>> m = da.random.random((4, 20), chunks=(4, 5), seed=0)
+    >>> q, r = da.linalg.sfqr(m)
+    >>> q.shape, r.shape
+    ((4, 4), (4, 20))
+    >>> bool(np.allclose((q @ r).compute(), m.compute()))
+    True
+    """
     from ..stacking import concatenate
 
     a = _matrix(data, "sfqr")
@@ -116,8 +173,35 @@ def qr(a):
 
 
 def svd_flip(u, v, u_based_decision=False):
-    """dask's sign convention: columns of u / rows of v flipped so that the sums of v's rows
-    (of u's columns with ``u_based_decision``) are non-negative."""
+    """Signs of singular vectors made deterministic (dask's convention).
+
+    Columns of ``u`` and the matching rows of ``v`` are flipped together so that the sums of
+    ``v``'s rows (of ``u``'s columns with ``u_based_decision``) are non-negative; ``u @ diag(s)
+    @ v`` is unchanged.
+
+    Parameters
+    ----------
+    u : RelArray
+        Left singular vectors (columns).
+    v : RelArray
+        Right singular vectors (rows).
+    u_based_decision : bool, optional
+        Decide by ``u``'s columns instead of ``v``'s rows.
+
+    Returns
+    -------
+    u, v : RelArray
+        The flipped vectors.
+
+    Examples
+    --------
+    >>> u = da.from_array(np.array([[-1.0, 0.0], [0.0, 1.0]]), chunks=1)
+    >>> v = da.from_array(np.array([[-1.0, -2.0], [1.0, 1.0]]), chunks=1)
+    >>> u2, v2 = da.linalg.svd_flip(u, v)
+    >>> v2.compute()
+    array([[1., 2.],
+           [1., 1.]])
+    """
     from ..reductions import sum as sum_
 
     signs = sum_(u, axis=0, keepdims=True) if u_based_decision else sum_(v, axis=1, keepdims=True).T
@@ -140,13 +224,73 @@ def svd(a, coerce_signs=True):
 
 
 def compression_level(n, q, n_oversamples=10, min_subspace_size=20):
-    """The width of the random subspace for a rank-``q`` approximation (dask's rule)."""
+    """The width of the random subspace for a rank-``q`` approximation (dask's rule).
+
+    Parameters
+    ----------
+    n : int
+        The smaller dimension of the matrix (the width cannot exceed it).
+    q : int
+        The rank sought.
+    n_oversamples : int, optional
+        Extra dimensions beyond ``q`` (default 10).
+    min_subspace_size : int, optional
+        The narrowest subspace used (default 20).
+
+    Returns
+    -------
+    int
+        ``min(max(min_subspace_size, q + n_oversamples), n)``.
+
+    Examples
+    --------
+    >>> da.linalg.compression_level(100, 5)
+    20
+    >>> da.linalg.compression_level(100, 30)
+    40
+    """
     return min(max(min_subspace_size, q + n_oversamples), n)
 
 
 def compression_matrix(data, q, iterator="power", n_power_iter=0, n_oversamples=10, seed=None, compute=False):
-    """Q^H of an orthonormal basis for the range of ``data`` (randomized range finder):
-    ``data @ Omega`` for a Gaussian Omega, ``n_power_iter`` power (or QR) iterations, TSQR."""
+    """The conjugate transpose of an orthonormal basis for the range of ``data``: a randomized
+    range finder, as dask.array.linalg's ``compression_matrix``.
+
+    ``data @ Omega`` for a Gaussian ``Omega`` of ``compression_level`` columns, then
+    ``n_power_iter`` power (or QR) iterations, then TSQR.
+
+    Parameters
+    ----------
+    data : array_like
+        A 2-d array.
+    q : int
+        The rank sought.
+    iterator : {"power", "QR"}, optional
+        How the subspace iterations are stabilised.
+    n_power_iter : int, optional
+        The number of subspace iterations (default 0).
+    n_oversamples : int, optional
+        Extra dimensions beyond ``q`` (default 10).
+    seed : int, optional
+        Seeds ``Omega``.
+    compute : bool, optional
+        Accepted for dask's signature (the whole computation is planned at once).
+
+    Returns
+    -------
+    RelArray
+        ``Q^H``, of shape ``(compression_level(min(data.shape), q), data.shape[0])``.
+
+    See Also
+    --------
+    svd_compressed
+
+    Examples
+    --------
+    >>> m = da.random.random((20, 4), chunks=(5, 4), seed=0)
+    >>> da.linalg.compression_matrix(m, 2, seed=0).shape
+    (4, 20)
+    """
     from .. import random
 
     if iterator not in ("power", "QR"):
