@@ -38,10 +38,11 @@ blockwise = creation = dispatch = indexing = rechunk = relations = structure = _
 
 
 def bind(**modules) -> None:
-    """Put the modules of ``ABOVE`` in place, by name (``dask_tra/array/__init__.py`` calls this
-    once, after importing them all): ``bind(da=dask_tra.array, indexing=..., ...)``."""
-    if sorted(modules) != sorted(ABOVE):
-        raise TypeError(f"bind takes the modules {', '.join(ABOVE)}; got {', '.join(sorted(modules))}")
+    """Put modules of ``ABOVE`` in place, by name (``dask_tra/array/__init__.py`` calls this once
+    it has imported them): ``bind(da=dask_tra.array, indexing=..., ...)``."""
+    unknown = sorted(set(modules) - set(ABOVE))
+    if unknown:
+        raise TypeError(f"bind takes the modules {', '.join(ABOVE)}; got {', '.join(unknown)}")
     if not all(isinstance(m, ModuleType) for m in modules.values()):
         raise TypeError(
             f"bind takes modules: {', '.join(n for n, m in modules.items() if not isinstance(m, ModuleType))}"
