@@ -201,9 +201,42 @@ def _wrapped_axis(kind, m, n):
 
 
 def fft_wrap(fft_func, kind=None, dtype=None, allow_fftpack=False):
-    """dask.array.fft.fft_wrap: a NumPy-style FFT function (``numpy.fft.*``, ``scipy.fft.*``)
-    as a dask_tra one. The transformed axes are rechunked to one block (dask raises instead),
-    then ``fft_func`` runs on every block (``map_blocks``)."""
+    """A NumPy-style FFT function (``numpy.fft.*``, ``scipy.fft.*``) wrapped for RelArrays, as
+    dask.array.fft's ``fft_wrap``.
+
+    The transformed axes are rechunked to one block (dask raises instead), then ``fft_func``
+    runs on every block (``map_blocks``).
+
+    Parameters
+    ----------
+    fft_func : callable
+        The FFT function, such as ``numpy.fft.fft`` or ``scipy.fft.rfft2``.
+    kind : str, optional
+        Which transform it is (``"fft"``, ``"rfft2"``, ``"ihfft"``, ...); default its
+        ``__name__``.
+    dtype : dtype, optional
+        The output's dtype; default the transform's usual one.
+    allow_fftpack : bool, optional
+        Allow ``scipy.fftpack``'s functions without a ``FutureWarning``.
+
+    Returns
+    -------
+    callable
+        ``func(a, s=None, axes=None, norm=None)`` (``(a, n=None, axis=None, norm=None)`` for
+        a 1-d transform) returning a RelArray.
+
+    Raises
+    ------
+    ValueError
+        ``kind`` is not a known transform.
+
+    Examples
+    --------
+    >>> fft = da.fft.fft_wrap(np.fft.fft)
+    >>> x = da.from_array(np.array([1.0, 0.0, 0.0, 0.0]), chunks=2)
+    >>> fft(x).compute()
+    array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+    """
     from .blockwise import map_blocks
 
     if not callable(fft_func):

@@ -382,7 +382,40 @@ def apply_gufunc(
 
 
 class gufunc:
-    """``pyfunc`` bound into ``apply_gufunc`` with ``signature`` and the other options."""
+    """``pyfunc`` bound into ``apply_gufunc`` with ``signature`` and the other options, as
+    dask.array's ``gufunc``.
+
+    Calling the object calls ``apply_gufunc(pyfunc, signature, *args, ...)``.
+
+    Parameters
+    ----------
+    pyfunc : callable
+        A function of NumPy arrays that follows ``signature`` (or is vectorized).
+    signature : str
+        The generalized ufunc signature, such as ``"(i)->()"``.
+    vectorize : bool, optional
+        Wrap ``pyfunc`` in ``numpy.vectorize``.
+    axes, axis, keepdims : optional
+        Where the core dimensions are, as ``apply_gufunc`` takes them.
+    output_sizes : dict, optional
+        Sizes of output core dimensions that no input has.
+    output_dtypes : dtype or list of dtypes, optional
+        The outputs' dtypes.
+    allow_rechunk : bool, optional
+        Allow rechunking core dimensions that are split into several blocks.
+    meta : array, optional
+        An empty array of the output's type.
+
+    See Also
+    --------
+    apply_gufunc, as_gufunc
+
+    Examples
+    --------
+    >>> total = da.gufunc(lambda v: v.sum(-1), signature="(i)->()", output_dtypes=float)
+    >>> total(da.ones((3, 4), chunks=(1, 4))).compute()
+    array([4., 4., 4.])
+    """
 
     def __init__(
         self,

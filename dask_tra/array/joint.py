@@ -24,8 +24,34 @@ from .planview import explain_of
 class Joint(DaskCollection):
     """A Dask collection of several RelArrays computed by one plan.
 
+    Their expressions are planned together, so nodes they share are computed once.
     ``dask.compute(Joint(loss, g1, g2))`` (or ``.compute()``) returns a tuple of NumPy arrays;
-    ``.persist()`` a tuple of persisted RelArrays; ``.explain()`` the plan."""
+    ``.persist()`` a tuple of persisted RelArrays; ``.explain()`` the plan.
+
+    Parameters
+    ----------
+    *arrays : RelArray
+        The arrays (at least one).
+    reuse : bool, optional
+        Compute every shared node in one layout (default True).
+
+    Raises
+    ------
+    ValueError
+        No array is given.
+    TypeError
+        An argument is not a RelArray.
+
+    See Also
+    --------
+    compute, persist
+
+    Examples
+    --------
+    >>> x = da.arange(4, chunks=2)
+    >>> da.Joint(x.sum(), (x * 2).sum()).compute()
+    (np.int64(6), np.int64(12))
+    """
 
     def __init__(self, *arrays, reuse=True):
         if not arrays:

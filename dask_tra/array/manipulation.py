@@ -131,6 +131,37 @@ def _triangle(which):
 
 tril = derived_from(np)(_triangle("tril"))
 triu = _triangle("triu")
+triu.__doc__ = """Upper triangle of an array: elements below the ``k``-th diagonal zeroed (``numpy.triu``).
+
+    Parameters
+    ----------
+    m : array_like
+        An array of at least two dimensions (a stack of matrices over the last two axes).
+    k : int, optional
+        The diagonal: 0 the main one, positive above it, negative below.
+
+    Returns
+    -------
+    RelArray
+        ``m`` with the elements below diagonal ``k`` set to zero (a Join of each block with
+        its diagonal offset: no block is moved).
+
+    See Also
+    --------
+    tril
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(9).reshape(3, 3), chunks=2)
+    >>> da.triu(x).compute()
+    array([[0, 1, 2],
+           [0, 4, 5],
+           [0, 0, 8]])
+    >>> da.triu(x, 1).compute()
+    array([[0, 1, 2],
+           [0, 0, 5],
+           [0, 0, 0]])
+    """
 
 
 @derived_from(np)

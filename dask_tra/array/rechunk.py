@@ -240,7 +240,46 @@ def rechunk_axes(x, chunks: dict) -> Rel:
 
 
 def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=False, method=None):
-    """dask.array.rechunk: new chunks given like dask (int, tuple, dict, 'auto', -1, None)."""
+    """``x`` with new chunks, as dask.array's ``rechunk``.
+
+    A gather per axis whose chunks change; the plan places the moves (nothing is concatenated
+    on one worker).
+
+    Parameters
+    ----------
+    x : RelArray
+        The array.
+    chunks : int, tuple, dict or "auto", optional
+        The new chunks, given as dask takes them: one size for every axis, a size per axis,
+        explicit block sizes per axis, ``{axis: size}`` (other axes kept), ``-1`` for a whole
+        axis, ``None`` to keep an axis, ``"auto"`` for blocks near ``array.chunk-size``.
+    threshold : int, optional
+        Accepted for dask's signature.
+    block_size_limit : int, optional
+        The most bytes per block ``"auto"`` aims for.
+    balance : bool, optional
+        Accepted for dask's signature.
+    method : str, optional
+        Accepted for dask's signature (the gather is dask_tra's one method).
+
+    Returns
+    -------
+    RelArray
+        ``x`` itself if the chunks are unchanged, else the rechunked array.
+
+    Raises
+    ------
+    ValueError
+        A chunk size below -1, or a tuple with too few entries.
+
+    Examples
+    --------
+    >>> x = da.ones((4, 4), chunks=2)
+    >>> x.rechunk((4, 1)).chunks
+    ((4,), (1, 1, 1, 1))
+    >>> da.rechunk(x, {0: -1}).chunks
+    ((4,), (2, 2))
+    """
     from dask.array.core import normalize_chunks
 
     from .relations import axis_of, wrap

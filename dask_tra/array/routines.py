@@ -363,7 +363,38 @@ def ptp(a, axis=None, keepdims=False):
 
 
 def moment(a, order, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None):
-    """dask's moment: sum((a - mean)^order) / (n - ddof)."""
+    """The ``order``-th central moment, as dask.array's ``moment``: ``sum((a - mean)**order) / (n - ddof)``.
+
+    Parameters
+    ----------
+    a : array_like
+        The array.
+    order : int
+        The moment's order (non-negative).
+    axis : int or tuple of int, optional
+        The axes reduced over; None: all.
+    dtype : dtype, optional
+        The result's dtype.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    ddof : int, optional
+        Delta degrees of freedom: the divisor is ``n - ddof``.
+    split_every : int, optional
+        Accepted for dask's signature.
+    out : RelArray, optional
+        A RelArray rebound to the result.
+
+    Returns
+    -------
+    RelArray
+        The moment.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.array([1.0, 2.0, 3.0, 4.0]), chunks=2)
+    >>> da.moment(x, 2).compute()
+    np.float64(1.25)
+    """
     a = asarray(a)
     if not isinstance(order, (int, np.integer)) or order < 0:
         raise ValueError("Order must be an integer >= 0")
@@ -441,11 +472,53 @@ def isposinf(x):
 
 
 def isnull(values):
+    """Where ``values`` is missing (NaN), as dask.array's ``isnull`` (pandas' name).
+
+    Parameters
+    ----------
+    values : array_like
+        The array (a non-floating one has no missing values).
+
+    Returns
+    -------
+    RelArray
+        A boolean array, True at NaNs.
+
+    See Also
+    --------
+    notnull, isnan
+
+    Examples
+    --------
+    >>> da.isnull(da.from_array(np.array([1.0, np.nan]), chunks=1)).compute()
+    array([False,  True])
+    """
     values = asarray(values)
     return isnan(values) if values.dtype.kind in "fc" else zeros(values.shape, bool, chunks=values.chunks)
 
 
 def notnull(values):
+    """Where ``values`` is not missing (not NaN), as dask.array's ``notnull`` (pandas' name).
+
+    Parameters
+    ----------
+    values : array_like
+        The array.
+
+    Returns
+    -------
+    RelArray
+        A boolean array, False at NaNs.
+
+    See Also
+    --------
+    isnull
+
+    Examples
+    --------
+    >>> da.notnull(da.from_array(np.array([1.0, np.nan]), chunks=1)).compute()
+    array([ True, False])
+    """
     return logical_not(isnull(values))
 
 
@@ -507,6 +580,30 @@ def triu_indices(n, k=0, m=None, chunks="auto"):
 
 
 def tril_indices_from(arr, k=0):
+    """The indices of the lower triangle of a 2-d array (``numpy.tril_indices_from``).
+
+    Parameters
+    ----------
+    arr : array_like
+        A 2-d array (only its shape is used).
+    k : int, optional
+        The diagonal above which to stop: 0 the main one, positive above it, negative below.
+
+    Returns
+    -------
+    tuple of RelArray
+        The row and the column indices.
+
+    See Also
+    --------
+    tril_indices, triu_indices_from
+
+    Examples
+    --------
+    >>> rows, cols = da.tril_indices_from(da.ones((3, 3), chunks=2))
+    >>> rows.compute(), cols.compute()
+    (array([0, 1, 1, 2, 2, 2]), array([0, 0, 1, 0, 1, 2]))
+    """
     arr = asarray(arr)
     if arr.ndim != 2:
         raise ValueError("input array must be 2-d")
@@ -656,7 +753,34 @@ def _leaves(x):
 
 
 def coarsen(reduction, x, axes, trim_excess=False, **kwargs):
-    """dask's coarsen: ``reduction`` over non-overlapping windows (``axes``: axis -> window)."""
+    """``reduction`` over non-overlapping windows, as dask.array's ``coarsen``.
+
+    Parameters
+    ----------
+    reduction : callable
+        A NumPy reduction taking ``axis=`` (``np.sum``, ``np.mean``, ...), applied to each
+        window.
+    x : array_like
+        The array.
+    axes : dict
+        ``{axis: window size}``; each size must divide the axis's length.
+    trim_excess : bool, optional
+        Drop the elements past the last whole window instead of raising.
+    **kwargs
+        Passed to ``reduction``.
+
+    Returns
+    -------
+    RelArray
+        ``x`` with each axis in ``axes`` shortened by its window size.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(8.0).reshape(2, 4), chunks=2)
+    >>> da.coarsen(np.sum, x, {1: 2}).compute()
+    array([[ 1.,  5.],
+           [ 9., 13.]])
+    """
     x = asarray(x)
     if trim_excess:
         x = x[tuple(slice(0, x.shape[d] - x.shape[d] % axes.get(d, 1)) for d in range(x.ndim))]

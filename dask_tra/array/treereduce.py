@@ -96,8 +96,57 @@ def reduction(
     meta=None,
     weights=None,
 ):
-    """dask.array.reduction: a tree reduction of ``x`` over ``axis`` with the given functions
-    (see the module doc; ``dtype`` is required, as in dask)."""
+    """A tree reduction of ``x`` over ``axis`` with the user's functions, as dask.array's ``reduction``.
+
+    ``chunk`` runs on every block, ``combine`` on groups of ``split_every`` partial results
+    until few remain, ``aggregate`` once per block of the kept axes (see the module doc).
+
+    Parameters
+    ----------
+    x : array_like
+        The array.
+    chunk : callable
+        ``chunk(block, axis=, keepdims=True)``: a block's partial result (``output_size``
+        elements along each reduced axis).
+    aggregate : callable
+        ``aggregate(partials, axis=, keepdims=)``: the final result from the partial results.
+    axis : int or tuple of int, optional
+        The axes reduced over; None: all.
+    keepdims : bool, optional
+        Keep the reduced axes with length one.
+    dtype : dtype
+        The result's dtype (required, as in dask).
+    split_every : int or dict, optional
+        How many partial results one ``combine`` merges along each reduced axis.
+    combine : callable, optional
+        ``combine(partials, axis=, keepdims=True)``; default ``chunk``.
+    name : str, optional
+        Accepted for dask's signature.
+    out : None
+        Not supported (RelArrays are immutable): a RelArray raises ``TypeError``.
+    concatenate : bool, optional
+        Concatenate the partial results before ``combine``/``aggregate`` (default); False
+        passes nested lists, as dask does.
+    output_size : int, optional
+        The elements ``chunk`` returns along each reduced axis (default 1).
+    meta : array, optional
+        An empty array of the result's type.
+    weights : array_like, optional
+        Broadcast against ``x`` and passed to ``chunk`` as ``weights=``, block by block.
+
+    Returns
+    -------
+    RelArray
+        The reduction.
+
+    Examples
+    --------
+    >>> x = da.arange(6, chunks=2)
+    >>> da.reduction(x, np.sum, np.sum, dtype=int).compute()
+    np.int64(15)
+    >>> da.reduction(x, np.max, np.max, dtype=int, split_every=2).compute()
+    np.int64(5)
+    """
     from .blockwise import blockwise
     from .manipulation import broadcast_to
 

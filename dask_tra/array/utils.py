@@ -47,12 +47,52 @@ def assert_eq(
     **kwargs,
 ):
     """Raise ``AssertionError`` unless ``a`` and ``b`` agree in ndim, shape, dtype and values
-    (``np.allclose`` with ``kwargs`` such as ``rtol``/``atol``); returns True. ``check_graph``,
-    ``check_meta`` and ``check_type`` are dask-graph details and are accepted as no-ops;
-    ``check_shape=False`` also skips the check of a computed array's shape against its declared one
-    (dask's). Two masked
-    arrays (``numpy.ma``) must have equal masks; masked elements' values are not compared (dask's
-    ``masked_equal=True``)."""
+    (dask.array.utils' ``assert_eq``).
+
+    Values are compared with ``np.allclose`` (``kwargs`` such as ``rtol``/``atol``). Two
+    masked arrays (``numpy.ma``) must have equal masks; masked elements' values are not
+    compared (dask's ``masked_equal=True``).
+
+    Parameters
+    ----------
+    a, b : array_like
+        RelArrays, dask arrays, NumPy arrays or scalars (lazy ones are computed).
+    check_shape : bool, optional
+        Compare shapes; False also skips the check of a computed array's shape against its
+        declared one (dask's).
+    check_graph, check_meta, check_type : bool, optional
+        dask-graph details, accepted as no-ops.
+    check_chunks : bool, optional
+        Also run the TRA reference executor on a RelArray and check every block's shape
+        against its declared chunks.
+    check_ndim : bool, optional
+        Compare the numbers of dimensions.
+    check_dtype : bool, optional
+        Compare dtypes (and a computed array's dtype with its declared one).
+    equal_nan : bool, optional
+        NaNs in the same places compare equal (default True).
+    scheduler : str, optional
+        The dask scheduler that computes lazy arguments (default ``"sync"``).
+    **kwargs
+        Passed to ``np.allclose``.
+
+    Returns
+    -------
+    bool
+        True (otherwise it raises).
+
+    Raises
+    ------
+    AssertionError
+        ``a`` and ``b`` differ.
+
+    Examples
+    --------
+    >>> da.assert_eq(da.arange(3, chunks=2), np.arange(3))
+    True
+    >>> da.assert_eq(da.ones(2, chunks=1), np.ones(2) + 1e-9, atol=1e-6)
+    True
+    """
     av = _value(a, scheduler, check_chunks, check_dtype, check_shape)
     bv = _value(b, scheduler, check_chunks, check_dtype, check_shape)
     if isinstance(av, np.ma.MaskedArray) or isinstance(bv, np.ma.MaskedArray):
@@ -83,8 +123,30 @@ def assert_eq(
 
 
 def meta_from_array(x, ndim=None, dtype=None):
-    """dask.array.utils.meta_from_array: an empty array of ``x``'s chunk type (a RelArray's
-    ``_meta``'s), with ``ndim`` dimensions and ``dtype``."""
+    """An empty array of ``x``'s chunk type, with ``ndim`` dimensions and ``dtype``
+    (dask.array.utils' ``meta_from_array``).
+
+    Parameters
+    ----------
+    x : array_like, RelArray or type
+        An array (a RelArray's chunk type is its ``_meta``'s), or an array type.
+    ndim : int, optional
+        The meta's number of dimensions; default ``x``'s.
+    dtype : dtype, optional
+        The meta's dtype; default ``x``'s.
+
+    Returns
+    -------
+    array
+        An array of ``x``'s library with no elements.
+
+    Examples
+    --------
+    >>> da.meta_from_array(np.ones(3), ndim=2)
+    array([], shape=(0, 0), dtype=float64)
+    >>> da.meta_from_array(da.ones(3, chunks=2)).dtype
+    dtype('float64')
+    """
     from dask.array.utils import meta_from_array as dask_meta
 
     return dask_meta(x._meta if isinstance(x, RelArray) else x, ndim=ndim, dtype=dtype)
