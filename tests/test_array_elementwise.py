@@ -198,3 +198,17 @@ def test_misc_elementwise_functions():
     n = c.real.copy()
     n[0, 0], n[1, 1] = np.nan, np.inf
     assert_eq(da.nan_to_num(da.from_array(n, chunks=2)), np.nan_to_num(n))
+
+
+def test_imag_of_real_values_is_zeros_and_each_array_its_own():
+    """``x.imag`` of real values is zeros of x's chunks and dtype (as NumPy), made once per
+    chunking; assigning into one result leaves the others as they were."""
+    a = np.arange(24, dtype="f4").reshape(4, 6)
+    x = da.from_array(a, chunks=(3, 4))
+    y = x.imag
+    assert y.chunks == x.chunks and y.dtype == np.float32
+    y[0] = 5
+    np.testing.assert_array_equal(x.imag.compute(), np.imag(a))
+    assert y.compute()[0].tolist() == [5.0] * 6
+    c = np.array([1 + 2j, 3 - 1j])
+    np.testing.assert_array_equal(da.from_array(c, chunks=1).imag.compute(), c.imag)

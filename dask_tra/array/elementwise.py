@@ -12,15 +12,17 @@ empty arrays at call time (so NumPy's TypeErrors surface at call time too).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from dask.utils import derived_from
 
-from .. import backends
+from .. import backends, config
 from ..tra import Join, Transform
 from ..tra import kernels as K
 from ..tra.vjp import P, register_partials
+from .creation import zeros
 from .kernels import ARRAY, ElementwiseOp, Op, Pack, ToBackend, Unpack, npx
 from .rechunk import rechunk_axes, unified_chunks, warn_more_blocks
 from .relations import check_dtype, is_array, is_scalar, nbytes, reject_masked, rekey, wrap
@@ -455,7 +457,17 @@ def real(x):
 def imag(x):
     if not _lazy((x,), {}):
         return np.imag(x)
+    if is_array(x) and x.dtype.kind != "c" and x.expr.type.backend == "numpy":  # zeros, as NumPy
+        zeros = _zeros(x.chunks, x.dtype, config.get("backend"), config.get("device"))
+        return wrap(zeros.expr, zeros)  # a new array: one may be assigned to (x.imag[0] = 1)
     return elementwise("imag", imag_values, x)
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros(chunks, dtype, backend, device):
+    """Zeros of these chunks, made once per chunking and settings: xarray's array-type checks
+    ask every array for ``.imag``."""
+    return zeros(tuple(map(sum, chunks)), chunks=chunks, dtype=dtype)
 
 
 @derived_from(np)
