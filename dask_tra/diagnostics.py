@@ -41,17 +41,19 @@ def unregister_computed(explain):
 
 
 class measure:
-    """``with measure() as m: x.compute()`` then ``m.bytes_moved`` (worker-to-worker bytes,
+    """Measure what a block of work moved between workers, next to what its plans predicted.
+
+    ``with measure() as m: x.compute()``, then ``m.bytes_moved`` (worker-to-worker bytes,
     from the workers' incoming transfer logs) and ``m.predicted_bytes`` (the plans built
     inside, plus, for arrays computed, dask's gathering of the result blocks on one worker).
 
     ``m.other_bytes`` is the part of ``bytes_moved`` that carried keys no plan made (names that
-    are not a plan task's, ``emit.is_plan_name``, nor the computed arrays' result blocks): transfers inside a
-    wrapped dask.array's own graph (e.g.
-    ``da.from_array``'s one key holding the whole array, sent to every worker that cuts a
-    block, or a lazy block behind further work, made once and fetched by a second site that
-    reads it) or other work running at the same time. ``m.plan_bytes`` is the rest: what the
-    plans moved, the number ``predicted_bytes`` predicts.
+    are not a plan task's, ``emit.is_plan_name``, nor the computed arrays' result blocks):
+    transfers inside a wrapped dask.array's own graph (e.g. ``da.from_array``'s one key holding
+    the whole array, sent to every worker that cuts a block, or a lazy block behind further
+    work, made once and fetched by a second site that reads it) or other work running at the
+    same time. ``m.plan_bytes`` is the rest: what the plans moved, the number
+    ``predicted_bytes`` predicts.
 
     ``m.seconds``: the block's wall time. Each RelArray's ``explain()`` shows the measured bytes
     and time too when it was the only plan computed in the block.
@@ -66,6 +68,28 @@ class measure:
     largest). The prediction is an upper bound of what the plan's tasks hold at once, made
     inside tasks or held between them; managed memory sees only what is held between tasks, so
     ``process_memory`` is the number to compare it with (``docs/reliability.md``).
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The cluster measured; default ``distributed.default_client()`` (a Client is needed).
+    memory : bool, optional
+        Measure the workers' peak memory too (default False).
+
+    See Also
+    --------
+    dask_tra.RelArray.explain
+
+    Examples
+    --------
+    >>> from distributed import Client  # doctest: +SKIP
+    >>> from dask_tra.diagnostics import measure  # doctest: +SKIP
+    >>> client = Client(n_workers=4)  # doctest: +SKIP
+    >>> x = da.random.random((4000, 4000), chunks=1000)  # doctest: +SKIP
+    >>> with measure() as m:  # doctest: +SKIP
+    ...     (x @ x.T).sum().compute()
+    >>> print(m)  # doctest: +SKIP
+    measure(bytes_moved=..., predicted_bytes=..., other_bytes=...)
     """
 
     def __init__(self, client=None, memory=False):

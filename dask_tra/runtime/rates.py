@@ -196,13 +196,37 @@ def measure(client, workers) -> dict:
 def calibrate(client=None, workers=None) -> dict:
     """Measure the time objective's rates on the cluster now, and store them on its scheduler.
 
-    ``client``: default, the current Client; ``workers``: the addresses to time (default:
-    every worker). Returns ``{"bandwidth": bytes/s per worker, "task_overhead": s per task,
-    "flop_rate": flop/s per worker}`` ({} for no workers: nothing is stored). Every client of
-    the cluster, in any process, plans with them from its next plan (``dask_tra.config``
-    values still win). Planning never calibrates by itself: call this once on an idle cluster
-    (about 2 s on a local 4-worker cluster), and again after the cluster changed. Its tasks
-    show on the dashboard as ``dask_tra-calibrate``."""
+    Every client of the cluster, in any process, plans with them from its next plan
+    (``dask_tra.config`` values still win). Planning never calibrates by itself: call this once
+    on an idle cluster (about 2 s on a local 4-worker cluster), and again after the cluster
+    changed. Its tasks show on the dashboard as ``dask_tra-calibrate``.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The cluster's client; default ``distributed.default_client()``.
+    workers : iterable of str, optional
+        The addresses of the workers to time; default every worker.
+
+    Returns
+    -------
+    dict
+        ``{"bandwidth": bytes/s per worker, "task_overhead": s per task, "flop_rate": flop/s
+        per worker}``; ``{}`` for no workers (nothing is stored then).
+
+    See Also
+    --------
+    install
+
+    Examples
+    --------
+    >>> from distributed import Client  # doctest: +SKIP
+    >>> import dask_tra as dt  # doctest: +SKIP
+    >>> client = Client(n_workers=4)  # doctest: +SKIP
+    >>> rates = dt.calibrate(client)  # doctest: +SKIP
+    >>> sorted(rates)  # doctest: +SKIP
+    ['bandwidth', 'flop_rate', 'task_overhead']
+    """
 
     if client is None:
         from distributed import default_client

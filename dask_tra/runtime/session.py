@@ -124,6 +124,11 @@ def install(client=None, backends=("numpy",)) -> None:
     backends : iterable of str
         Chunk backends the cluster's workers will see (NumPy needs nothing).
 
+    Returns
+    -------
+    None
+        Installing twice is harmless: what a cluster has is not installed again.
+
     Examples
     --------
     >>> from distributed import Client  # doctest: +SKIP
