@@ -239,13 +239,19 @@ class RelationType:
         return out
 
     def array_chunks(self) -> tuple[tuple[int, ...], ...] | None:
-        """dask-style chunks when axis i follows key dim i alone (an array relation), else None."""
+        """dask-style chunks when axis i follows key dim i alone (an array relation), else None
+        (kept: the array layer asks for them at every operation)."""
+        if "array_chunks" not in self._cache:
+            self._cache["array_chunks"] = self._array_chunks()
+        return self._cache["array_chunks"]
+
+    def _array_chunks(self) -> tuple[tuple[int, ...], ...] | None:
         if self.rank != self.key_arity or self.keys is not None:
             return None
         out = []
         for i, ax in enumerate(self.axes):
             if ax.key_dims == (i,):
-                out.append(tuple(int(s) for s in ax.sizes))
+                out.append(tuple(ax.sizes.tolist()))
             elif not ax.key_dims:
                 out.append((int(ax.sizes),) * self.frontier[i])
             else:
@@ -298,8 +304,8 @@ def _grid_product_sum(axes: Sequence[ChunkAxis], frontier: tuple) -> int:
     if all(len(kd) <= 1 for kd in dims) and len({kd for kd in dims if kd}) == sum(1 for kd in dims if kd):
         # each key dim read by one axis at most (an array's usual layout): a product of sums
         covered = {kd[0] for kd in dims if kd}
-        total = math.prod(int(ax.sizes.sum()) if ax.key_dims else int(ax.sizes) for ax in axes)
-        return total * math.prod(f for d, f in enumerate(frontier) if d not in covered)
+        product = math.prod(int(ax.sizes.sum()) if ax.key_dims else int(ax.sizes) for ax in axes)
+        return product * math.prod(f for d, f in enumerate(frontier) if d not in covered)
     letters = "abcdefghijklmnopqrstuvwxyz"
     operands, subs = [], []
     for ax in axes:
