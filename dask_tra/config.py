@@ -58,13 +58,63 @@ DEFAULTS = {
 
 
 def get(name: str):
+    """The value of one dask_tra setting (its default unless set).
+
+    Parameters
+    ----------
+    name : str
+        The setting (the module doc lists them).
+
+    Returns
+    -------
+    object
+        ``dask.config.get("dask_tra.<name>")``, else the setting's default.
+
+    Raises
+    ------
+    KeyError
+        ``name`` is not a dask_tra setting.
+
+    Examples
+    --------
+    >>> dask_tra.config.get("keep")
+    6
+    """
     if name not in DEFAULTS:
         raise KeyError(f"unknown dask_tra setting {name!r}; known: {sorted(DEFAULTS)}")
     return dask.config.get(f"dask_tra.{name}", DEFAULTS[name])
 
 
 def set(**settings):
-    """Set options globally, or for a ``with`` block: ``dask_tra.config.set(sites=8)``."""
+    """Set dask_tra settings globally, or for a ``with`` block.
+
+    Parameters
+    ----------
+    **settings
+        ``name=value`` for each setting (the module doc lists them).
+
+    Returns
+    -------
+    dask.config.set
+        A context manager: used in a ``with`` statement, the settings are restored when the
+        block ends; otherwise they stay set.
+
+    Raises
+    ------
+    KeyError
+        A name is not a dask_tra setting.
+    ValueError
+        ``backend`` names no known chunk backend.
+
+    Examples
+    --------
+    >>> before = dask_tra.config.get("keep")
+    >>> with dask_tra.config.set(keep=1):
+    ...     dask_tra.config.get("keep")
+    1
+    >>> dask_tra.config.get("keep") == before
+    True
+    """
     for name in settings:
         if name not in DEFAULTS:
             raise KeyError(f"unknown dask_tra setting {name!r}; known: {sorted(DEFAULTS)}")
