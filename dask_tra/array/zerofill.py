@@ -20,8 +20,8 @@ from dask.task_spec import Task
 
 from ..runtime.ownership import Pins
 from ..runtime.sources import Source, full_chunk
-from ..tra import Input, TRAError
-from ..tra.dag import fill
+from ..tra import Input
+from ..tra.dag import fill, rebuilt
 from ..tra.expr import Expr
 from ..tra.tasks import Data
 
@@ -105,13 +105,8 @@ def densify(expr: Expr, sources: dict) -> tuple[Expr, dict]:
         if isinstance(node, Input):
             _DENSE[node] = _zero_filled(sources[node.name]).input
             return
-        if type(node)._parameters is None:
-            raise TRAError(
-                f"zero-fill: {node.describe()}: cannot rebuild {type(node).__name__} over zero-filled "
-                "inputs; declare its operands (_parameters)"
-            )
         # a child with holes has a view of its own, so the node is rebuilt
-        _DENSE[node] = node.over(*(_DENSE[c] if c.holes else c for c in node.children))
+        _DENSE[node] = rebuilt(node, (_DENSE[c] if c.holes else c for c in node.children), "zero-fill")
 
     fill(expr, lambda node: not node.holes or node in _DENSE, view)
     filled = [_zero_filled(sources[leaf.name]) for leaf in expr.sparse_inputs]

@@ -24,6 +24,9 @@ contribution to each active child's cotangent. The rules (paper §4, with the er
 - **Tile(d, s)**: Concat the gradient's tiles back along chunk axis d.
 - **Concat(k, d)**: cut the gradient's chunks back into the pieces that were concatenated
   (Tile when they are equal, else a join with a relation of offsets).
+
+Each rule is registered for its operator class in ``RULES``; any other operator (a new
+per-tuple one) uses the rule ``register_rjp`` (``tra/vjp.py``) gave it, next to its class.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from ..tra import Aggregate, Concat, Filter, Join, ReKey, Tile, Transform
+from ..tra import Aggregate, Concat, Expr, Filter, Join, ReKey, Tile, Transform
 from ..tra import kernels as K
+from ..tra.dag import Registry
 from ..tra.kernels import Bound, first_axes, with_axis
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
 from ..tra.relation import ChunkAxis
@@ -40,33 +44,30 @@ from ..tra.vjp import rjp_for
 from .terms import GradError, GradKernel, Term, cast, cast_term, group, materialize, reorder, xp_of, zip_terms
 from .vjp import join_vjp, transform_vjp
 
+# each operator's rule: (node, cot, active, ctx) -> [(child, contribution)]
+RULES = Registry("backward pass", "registered RJP", "@register_rjp({}) (dask_tra.tra.vjp)", GradError)
+
 
 def rjp(node, cot: Term, active, ctx):
     """[(child, contribution Term in the child's key numbering)] for the active children."""
     if not node.children:
         return []
-    if isinstance(node, Transform):
-        return [(node.child, _transform(node, cot, ctx))]
-    if isinstance(node, Join):
-        return _join(node, cot, active, ctx)
-    if isinstance(node, Aggregate):
-        t = _aggregate(node, cot, ctx)
-        if isinstance(t, tuple):  # fused with the chunk reduction below it
-            return [t]
-        return [(node.child, t)]
-    if isinstance(node, ReKey):
-        return [(node.child, _rekey(node, cot, ctx))]
-    if isinstance(node, Filter):
-        return [(node.child, _filter(node, cot, ctx))]
-    if isinstance(node, Tile):
-        return [(node.child, _tile(node, cot, ctx))]
-    if isinstance(node, Concat):
-        return [(node.child, _concat(node, cot, ctx))]
+    return RULES(node)(node, cot, active, ctx)
+
+
+@RULES.register(Expr)
+def _registered(node, cot, active, ctx):
+    """An operator of one input with a rule from ``register_rjp``."""
     rule = rjp_for(type(node))
     if rule is None or len(node.children) != 1:
-        raise GradError(f"{node.describe()}: operator {type(node).__name__} has no registered RJP (register_rjp)")
+        raise RULES.missing(node)
     g = rule(node, materialize(cot, node.type, ctx).expr)
     return [(node.child, None if g is None else Term(g, _full(node.child)))]
+
+
+def _one(rule):
+    """A rule of a one-input operator, giving its child's contribution."""
+    return lambda node, cot, active, ctx: [(node.child, rule(node, cot, ctx))]
 
 
 def _full(node):
@@ -76,6 +77,8 @@ def _full(node):
 # ---------------------------------------------------------------- Transform
 
 
+@RULES.register(Transform)
+@_one
 def _transform(node, cot, ctx):
     dims = _full(node)
     x, y = Term(node.child, dims), Term(node, dims)
@@ -86,6 +89,7 @@ def _transform(node, cot, ctx):
 # ---------------------------------------------------------------- Join
 
 
+@RULES.register(Join)
 def _join(node, cot, active, ctx):
     kl = node.left.type.key_arity
     rdims = tuple(node.right_out[d] for d in range(node.right.type.key_arity))
@@ -108,6 +112,12 @@ def _join(node, cot, active, ctx):
 # ---------------------------------------------------------------- Aggregate
 
 EXTREMA = (K.maximum, K.minimum, K.fmax, K.fmin)
+
+
+@RULES.register(Aggregate)
+def _aggregate_rule(node, cot, active, ctx):
+    t = _aggregate(node, cot, ctx)
+    return [t] if isinstance(t, tuple) else [(node.child, t)]  # a tuple: fused with the reduction below
 
 
 def _aggregate(node, cot, ctx):
@@ -220,6 +230,8 @@ def rekey_structure(node):
     return mapping
 
 
+@RULES.register(ReKey)
+@_one
 def _rekey(node, cot, ctx):
     mapping = rekey_structure(node)
     if mapping is not None:
@@ -237,6 +249,8 @@ def _rekey(node, cot, ctx):
 # ---------------------------------------------------------------- Filter
 
 
+@RULES.register(Filter)
+@_one
 def _filter(node, cot, ctx):
     g = materialize(cot, node.type, ctx)
     return densify(g, node.type, node.child.type, ctx)
@@ -303,11 +317,15 @@ def _fixed_axes(axes, frontier, *in_axes):
     return axes
 
 
+@RULES.register(Tile)
+@_one
 def _tile(node, cot, ctx):
     g = materialize(cot, node.type, ctx)
     return Term(Concat(g.expr, node.type.key_arity - 1, node.tile_dim), _full(node.child))
 
 
+@RULES.register(Concat)
+@_one
 def _concat(node, cot, ctx):
     g = materialize(cot, node.type, ctx)
     child = node.child.type

@@ -21,7 +21,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..tra import expr as tra
-from ..tra.dag import walk_many
+from ..tra.dag import Registry, walk_many
 
 MAX_PLANS = 256
 _plans: OrderedDict = OrderedDict()
@@ -42,23 +42,48 @@ def _kernel_token(k) -> str:
     return repr((type(k).__name__, k.name, k.arity, k.associative, k.commutative, sorted(k.distributes_over)))
 
 
+# what planning reads of one node of each operator, besides its children and its type
+STRUCTURE = Registry("plan cache", "structure token", "@STRUCTURE.register({}) in optimizer/cache.py")
+
+
+@STRUCTURE.register(tra.Expr)
+def _described(node) -> str:
+    return node.describe()  # Tile, Concat, new operators: parameters only (see TupleMap)
+
+
+@STRUCTURE.register(tra.Input)
+def _input(node) -> str:
+    return "Input"
+
+
+@STRUCTURE.register(tra.Join)
+def _join(node) -> str:
+    return repr(("Join", node.left_keys, node.right_keys, _kernel_token(node.kernel)))
+
+
+@STRUCTURE.register(tra.Aggregate)
+def _aggregate(node) -> str:
+    return repr(("Aggregate", node.group_by, _kernel_token(node.kernel)))
+
+
+@STRUCTURE.register(tra.Transform)
+def _transform(node) -> str:
+    return repr(("Transform", _kernel_token(node.kernel)))
+
+
+@STRUCTURE.register(tra.ReKey)
+def _rekey(node) -> str:
+    return repr(("ReKey", sorted(node.sources.items())))
+
+
+@STRUCTURE.register(tra.Filter)
+def _filter(node) -> str:
+    return "Filter"  # its key set is in its type
+
+
 def _own_token(node) -> bytes:
     """What planning reads of one node, besides its children: operator, parameters, type."""
-    if isinstance(node, tra.Input):
-        own = "Input"
-    elif isinstance(node, tra.Join):
-        own = repr(("Join", node.left_keys, node.right_keys, _kernel_token(node.kernel)))
-    elif isinstance(node, tra.Aggregate):
-        own = repr(("Aggregate", node.group_by, _kernel_token(node.kernel)))
-    elif isinstance(node, tra.Transform):
-        own = repr(("Transform", _kernel_token(node.kernel)))
-    elif isinstance(node, tra.ReKey):
-        own = repr(("ReKey", sorted(node.sources.items())))
-    elif isinstance(node, tra.Filter):
-        own = "Filter"  # its key set is in its type
-    else:
-        own = node.describe()  # Tile, Concat, new operators: parameters only (see TupleMap)
-    return own.encode() + b"#" + type_token(node.type)
+    return STRUCTURE(node)(node).encode() + b"#" + type_token(node.type)
 
 
 def structure(exprs) -> tuple:

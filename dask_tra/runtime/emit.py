@@ -46,26 +46,20 @@ from dask._task_spec import GraphNode, convert_legacy_task
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.task_spec import Alias, DataNode, Task, TaskRef
 
-from ..ia.nodes import Broadcast, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
+from ..ia.nodes import Broadcast, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..optimizer import memory as mem
-from ..tra.dag import walk_many
+from ..tra.dag import Registry, walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
 from .ownership import Pins, mark
 from .sources import Ref, is_future
 
-
-def stage_name(node) -> str:
-    """The algebra's name of an IA node's stage (``explain(detail="algebra")``'s words)."""
-    if isinstance(node, Placed):
-        return "input-" + _alpha(node.input.name.split("-")[0])
-    if isinstance(node, LocalJoin):
-        return "localjoin-" + _alpha(node.op.kernel.name)
-    if isinstance(node, LocalAggregate):
-        return "localagg-" + ("concat" if isinstance(node.op, Concat) else _alpha(node.op.kernel.name))
-    if isinstance(node, LocalMap):
-        return "localmap-" + _alpha(node.op.label)
-    return node.kind
+# per IA operator, what emission makes of it (a Placed input's block and a move are the
+# emitter's own: a source's task, a dependency):
+# its tasks: (node, key, site, origin, avail, dask key) -> (task, keys it reads), None for a relabel
+TASK = Registry("emit", "task", "@TASK.register({}) in runtime/emit.py")
+# its dashboard words: (naming, node, partial, fused, products) -> Step
+STEP = Registry("emit", "task name", "@STEP.register({}) in runtime/emit.py")
 
 
 def _alpha(label: str) -> str:
@@ -182,24 +176,7 @@ class Naming:
 
     def _step(self, n, consumers, fused, products) -> Step:
         partial = "partial" if self._feeds_aggregate(n, consumers) else ""
-        if isinstance(n, Placed):
-            return Step(_word(n.input.name), role="input")
-        if isinstance(n, LocalJoin):
-            role = "products" if products.get(n.uid) else "join"
-            return Step(_word(n.op.kernel.name), partial, role)
-        if isinstance(n, LocalAggregate):
-            if isinstance(n.op, Concat):
-                return Step("concat", partial, "map")
-            below = self._below(n.children[0])
-            if n.uid in fused.values():  # a fold of the block products made in the same task
-                return Step(below.word, partial, "products")
-            return Step(below.word, "partial" if partial else "aggregate", "aggregate")
-        if isinstance(n, LocalMap):
-            word = _map_word(n.op.label)
-            if word in _PLUMBING:
-                return Step(self._below(n.child).word, self._below(n.child).stage, "plumbing")
-            return Step(word, partial, "map")
-        return Step(_alpha(n.kind).replace("-", "_"), partial, "plumbing")
+        return STEP(n)(self, n, partial, fused, products)
 
     def fused(self, tasks, members, names, exposed) -> dict:
         """{old key: new key} for the tasks whose fused members name them otherwise than their
@@ -214,6 +191,40 @@ class Naming:
             if new != old:
                 out[dk] = (new,) + tuple(dk[1:])
         return out
+
+
+@STEP.register(IANode)
+def _plumbing_step(naming, n, partial, fused, products) -> Step:
+    return Step(_alpha(n.kind).replace("-", "_"), partial, "plumbing")
+
+
+@STEP.register(Placed)
+def _input_step(naming, n, partial, fused, products) -> Step:
+    return Step(_word(n.input.name), role="input")
+
+
+@STEP.register(LocalJoin)
+def _join_step(naming, n, partial, fused, products) -> Step:
+    return Step(_word(n.op.kernel.name), partial, "products" if products.get(n.uid) else "join")
+
+
+@STEP.register(LocalAggregate)
+def _aggregate_step(naming, n, partial, fused, products) -> Step:
+    if isinstance(n.op, Concat):
+        return Step("concat", partial, "map")
+    below = naming._below(n.children[0])
+    if n.uid in fused.values():  # a fold of the block products made in the same task
+        return Step(below.word, partial, "products")
+    return Step(below.word, "partial" if partial else "aggregate", "aggregate")
+
+
+@STEP.register(LocalMap)
+def _map_step(naming, n, partial, fused, products) -> Step:
+    word = _map_word(n.op.label)
+    if word in _PLUMBING:
+        below = naming._below(n.child)
+        return Step(below.word, below.stage, "plumbing")
+    return Step(word, partial, "map")
 
 
 def emit(roots, sources: dict, workers, token: str, output_names):
@@ -258,6 +269,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
         what = naming.steps[node.uid]
+        task = TASK.get(type(node))  # None for an input or a move (or a node with no task: below)
         name = plan_name = f"{what.name()}-{token}-{step}"
         names[name] = what
         output_name = direct.get(id(node))
@@ -305,7 +317,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                 elif _is_fold(node, key, site):
                     _fold_tree(g, dk, node, key, site, avail, nbytes, light, inner)
                 else:
-                    built = _task(node, key, site, origin, avail, dk)
+                    built = (task or TASK(node))(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
                         continue
                     g.add(dk, *built, site, products.get(node.uid, False))
@@ -619,31 +631,45 @@ def _input_task(dk, spec):
     return Task(dk, fn, *args)
 
 
-def _task(node, key, site, origin, avail, dk):
-    """(task, keys it reads) computing ``key`` of ``node`` at ``site``; None for a relabel."""
-    if isinstance(node, LocalFilter) or (isinstance(node, LocalMap) and node.pure_copy):
-        src_key = node.source(key) if isinstance(node, LocalMap) else key
-        avail[(origin, site)] = avail[(_origin_at(node.child, src_key, site), site)]
+def _relabel(node, src_key, site, origin, avail):
+    """No task: the relabelled copy is read under its source's key."""
+    avail[(origin, site)] = avail[(_origin_at(node.child, src_key, site), site)]
+
+
+@TASK.register(LocalFilter)
+def _filter_task(node, key, site, origin, avail, dk):
+    _relabel(node, key, site, origin, avail)
+    return None
+
+
+@TASK.register(LocalJoin)
+def _join_task(node, key, site, origin, avail, dk):
+    lk, rk = node.sources(key, site)
+    refs = [_ref(avail, _origin_at(node.left, lk, site), site), _ref(avail, _origin_at(node.right, rk, site), site)]
+    return Task(dk, node.op.kernel, *map(TaskRef, refs)), refs
+
+
+@TASK.register(LocalAggregate)
+def _aggregate_task(node, key, site, origin, avail, dk):
+    members = node.members[(key, site)]
+    if len(members) == 1 and not isinstance(node.op, Concat):
         return None
-    if isinstance(node, LocalJoin):
-        lk, rk = node.sources(key, site)
-        refs = [_ref(avail, _origin_at(node.left, lk, site), site), _ref(avail, _origin_at(node.right, rk, site), site)]
-        return Task(dk, node.op.kernel, *map(TaskRef, refs)), refs
-    if isinstance(node, LocalAggregate):
-        members = node.members[(key, site)]
-        if len(members) == 1 and not isinstance(node.op, Concat):
-            return None
-        refs = [_ref(avail, o, site) for _, o in members]
-        if isinstance(node.op, Concat):
-            order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
-            refs = [refs[i] for i in order]
-            return Task(dk, _concat, node.op.array_dim, *map(TaskRef, refs)), refs
-        return Task(dk, _fold, node.op.kernel, *map(TaskRef, refs)), refs
-    if isinstance(node, LocalMap):
-        refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
-        fn, *args = node.op.chunk_task(key)
-        return Task(dk, fn, TaskRef(refs[0]), *args), refs
-    raise TypeError(f"cannot emit {node!r}")
+    refs = [_ref(avail, o, site) for _, o in members]
+    if isinstance(node.op, Concat):
+        order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
+        refs = [refs[i] for i in order]
+        return Task(dk, _concat, node.op.array_dim, *map(TaskRef, refs)), refs
+    return Task(dk, _fold, node.op.kernel, *map(TaskRef, refs)), refs
+
+
+@TASK.register(LocalMap)
+def _map_task(node, key, site, origin, avail, dk):
+    if node.pure_copy:
+        _relabel(node, node.source(key), site, origin, avail)
+        return None
+    refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
+    fn, *args = node.op.chunk_task(key)
+    return Task(dk, fn, TaskRef(refs[0]), *args), refs
 
 
 def _fusable_joins(walk) -> dict:
@@ -777,4 +803,4 @@ def _concat(axis, *chunks):
     return concat_chunks(chunks, axis)
 
 
-__all__ = ["emit", "Pins", "stage_name", "task_name", "is_plan_name"]
+__all__ = ["emit", "Pins", "task_name", "is_plan_name", "TASK", "STEP"]

@@ -9,7 +9,8 @@ of the tree it unfolds to.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Iterable, TypeVar, cast
+from operator import attrgetter
+from typing import Any, Callable, Iterable, TypeVar
 
 from .errors import TRAError
 
@@ -22,6 +23,14 @@ class Operands:
 
     children: tuple = ()
     _parameters: tuple[str, ...] | None = None
+    _get: Callable[[Any], tuple] | None = None  # the class's operands getter, from _parameters
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_parameters" in cls.__dict__:
+            names = cls._parameters
+            get = None if names is None else attrgetter(*names)
+            cls._get = get if get is None or len(names or ()) > 1 else lambda node: (get(node),)
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -29,13 +38,13 @@ class Operands:
     @property
     def operands(self) -> tuple:
         """The constructor's arguments, as ``_parameters`` names them."""
-        names = type(self)._parameters
-        if names is None:
+        get = type(self)._get
+        if get is None:
             raise TRAError(
                 f"{self.describe()}: {type(self).__name__} declares no operands "
                 "(_parameters: its constructor's argument names, children first)"
             )
-        return tuple(getattr(self, p) for p in names)
+        return get(self)
 
     @property
     def params(self) -> tuple:
@@ -44,7 +53,19 @@ class Operands:
 
     def over(self: N, *children: Any) -> N:
         """The same operator over other inputs, of the same types as its own."""
-        return cast(Any, type(self))(*children, *self.params)
+        get = type(self)._get
+        operands = get(self) if get is not None else self.operands  # (the property says what is missing)
+        return type(self)(*children, *operands[len(children) :])
+
+
+def rebuilt(node: N, children: Iterable[Any], layer: str) -> N:
+    """``node.over(*children)`` for ``layer``, which names itself if ``node`` declares no operands."""
+    if type(node)._get is None:
+        raise TRAError(
+            f"{layer}: {node.describe()}: cannot rebuild {type(node).__name__} over new inputs; "
+            "declare its operands (_parameters: its constructor's argument names, children first)"
+        )
+    return node.over(*children)
 
 
 class Registry:
@@ -81,11 +102,15 @@ class Registry:
         """The entry for ``node``; ``error`` when its type has none."""
         fn = self.get(type(node))
         if fn is None:
-            name = type(node).__name__
-            raise self.error(
-                f"{self.layer}: {node.describe()}: no {self.what} for {name}; register one with {self.how.format(name)}"
-            )
+            raise self.missing(node)
         return fn
+
+    def missing(self, node: Any) -> Exception:
+        """The error saying ``node``'s type has no entry."""
+        name = type(node).__name__
+        return self.error(
+            f"{self.layer}: {node.describe()}: no {self.what} for {name}; register one with {self.how.format(name)}"
+        )
 
 
 def walk(root: Any) -> list:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ...ia.nodes import IANode
 from ...ia.partitioning import Key, Placement
 from ...tra import expr as tra
+from ...tra.dag import rebuilt
 from ...tra.keyfuncs import KeyMap, KeyPred
 
 
@@ -37,7 +38,7 @@ def rebuild(node: IANode, children: Sequence[IANode]) -> IANode:
     """``node``'s operator over new ``children``; ``node`` itself when they are the same objects."""
     if all(a is b for a, b in zip(node.children, children)):
         return node
-    return node.over(*children)
+    return rebuilt(node, children, "IA rules")
 
 
 def one_copy_each(node: IANode) -> bool:
