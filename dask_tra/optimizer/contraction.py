@@ -20,6 +20,7 @@ costed in closed form, ``symbolic``), ``strategies.contraction`` with an IA move
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +36,9 @@ def grid_join(agg, m: Mover, grid: Grid, st: Strategy) -> Any:
     """The products made on ``grid``'s cells (over the join's output key space): an input that
     holds every cut dim is laid out by the grid in its own numbering, the other replicated to
     every cell it belongs to (``Rmm``, ``EinDecomp``)."""
-    join = agg.child
     sides = []
     for i in (0, 1):
-        pos = output_dims(join, i)
+        pos = m.output_dims(i)
         if set(grid.dims) <= set(pos):
             local = Grid(tuple(pos.index(d) for d in grid.dims), grid.groups)
             sides.append(m.place(i, m.partitioned(i, local), f"shuffle by {local}"))
@@ -135,6 +135,7 @@ class EinDecomp(Strategy):
 
     kinds = CONTRACTION
     d: tuple[int, ...] = ()
+    cells: Grid | None = field(default=None, compare=False, repr=False)  # ``grid``, made once
 
     @property
     def name(self) -> str:
@@ -143,12 +144,23 @@ class EinDecomp(Strategy):
     @property
     def grid(self) -> Grid:
         """The grid over the join's output key space: the dims ``d`` cuts, into ``d[l]`` groups."""
-        dims = tuple(i for i, x in enumerate(self.d) if x > 1)
-        return Grid(dims, tuple(self.d[i] for i in dims))
+        return self.cells or _cells(self.d)
 
     @classmethod
     def variants(cls, node, s):
-        return tuple(cls(tuple(d)) for d in partition_vectors(node.child.type.frontier, s))
+        return tuple([cls(d, _cells(d)) for d in partition_vectors(node.child.type.frontier, s)])
+
+    @classmethod
+    def instances(cls, node, s, only):
+        if not isinstance(only, EinDecomp) or only.d == ():
+            return super().instances(node, s, only)
+        frontier = node.child.type.frontier  # one vector: viable when it cuts each dim at most into its blocks
+        if len(only.d) != len(frontier) or math.prod(only.d) != s:
+            return ()
+        for x, f in zip(only.d, frontier):
+            if not 1 <= x <= f:
+                return ()
+        return (cls(only.d, _cells(only.d)),)
 
     @classmethod
     def named(cls):
@@ -156,6 +168,11 @@ class EinDecomp(Strategy):
 
     def body(self, agg, m: Mover) -> Any:
         return grid_join(agg, m, self.grid, self)
+
+
+def _cells(d: tuple[int, ...]) -> Grid:
+    dims = [i for i, x in enumerate(d) if x > 1]
+    return Grid(tuple(dims), tuple([d[i] for i in dims]))
 
 
 @dataclass(frozen=True)

@@ -72,13 +72,16 @@ from .twophase import TwoPhasePlan
 class SymbolicMover:
     """A strategy body costed in closed form: handles are layouts (keys × sites)."""
 
-    def __init__(self, join, views: tuple[View, ...], s: int):
+    def __init__(self, join, views: tuple[View, ...], s: int, pos: tuple | None = None):
         self.j, self.views, self.s = join, tuple(views), s
         self.mv = Moves(self.views, s)
-        self.pos = (output_dims(join, 0), output_dims(join, 1))
+        self.pos = pos or (output_dims(join, 0), output_dims(join, 1))
 
     def free(self, i: int) -> bool:
         return self.views[i].free
+
+    def output_dims(self, i: int) -> list[int]:
+        return self.pos[i]
 
     def frontier(self, i: int) -> tuple[int, ...]:
         return tuple(self.views[i].type.frontier)
@@ -221,11 +224,11 @@ class SymbolicSummer(SymbolicMover):
     costed from its placement's own figures (``twophase_strategy.cand``)."""
 
     def __init__(self, c: Contraction):
-        super().__init__(c.agg.child, c.views, c.s)
+        super().__init__(c.agg.child, c.views, c.s, c.pos)
         self.c = c
         self.lineage = None  # the two-phase placement's lineage and costs (``placement``)
         self.present: list = [None, None]
-        self.site_in = np.zeros(c.s, np.int64)
+        self.site_in = 0  # bytes each site holds once the inputs are at their join groups
 
     def placement(self, strategy: TwoPhase) -> TwoPhasePlan | None:
         c = self.c
@@ -243,12 +246,13 @@ class SymbolicSummer(SymbolicMover):
 
     def join(self, left, right, at, strategy) -> Cand:
         c = self.c
+        if isinstance(at, Grid):
+            return close_aggregate(c.agg, self.mv, c.on_grid(at), self.s, strategy)
         if isinstance(at, TwoPhasePlan):
             assert self.lineage is not None  # ``placement`` came first
             return two_phase.cand(c.agg, self.lineage, at, self.present, self.site_in, self.s)
-        placed = c.on_grid(at) if isinstance(at, Grid) else c.side_placed((left, right)[at], at)
         detail = Detail(bside=strategy.side) if isinstance(strategy, Bmm) else None  # explain()'s words
-        return close_aggregate(c.agg, self.mv, placed, self.s, strategy, detail)
+        return close_aggregate(c.agg, self.mv, c.side_placed((left, right)[at], at), self.s, strategy, detail)
 
 
 class SymbolicAggregator:
@@ -288,10 +292,17 @@ class SymbolicAggregator:
         return kept[1]
 
     def grouped(self, x: np.ndarray) -> bool:
-        return single(x) and single(self._partial(x))
+        return self.single(x) and self._known(("grouped", x), lambda: single(self._partial(x)))
 
     def single(self, x: np.ndarray) -> bool:
-        return single(x)
+        return self._known(("single", x), lambda: single(x))
+
+    def _known(self, what: tuple, fact):
+        """``fact()`` of a held layout, once per layout across the candidates (``shared``)."""
+        kept = self.shared.get(what[0])
+        if kept is None or kept[0] is not what[1]:
+            kept = self.shared[what[0]] = (what[1], fact())
+        return kept[1]
 
     def _elements(self, x: np.ndarray):
         return wsum(key_elements(self.v.type).astype(float), x)
@@ -323,7 +334,8 @@ class IAMover:
 
     def __init__(self, join, alts: tuple[Alt, ...]):
         self.j, self.alts = join, tuple(alts)
-        self.pos = [output_dims(join, 0), output_dims(join, 1)]  # output dim of each input dim
+        self.dims = (output_dims(join, 0), output_dims(join, 1))  # the output dim of each input dim
+        self.pos = list(self.dims)  # ... and where each moved input's dims are (``replicate``)
         self.replicated = False
 
     def _same(self) -> bool:
@@ -336,6 +348,9 @@ class IAMover:
 
     def frontier(self, i: int) -> tuple[int, ...]:
         return tuple(self.alts[i].node.type.frontier)
+
+    def output_dims(self, i: int) -> list[int]:
+        return self.dims[i]
 
     def partitioned(self, i: int, grid: Grid):
         return place(self.alts[i], grid)

@@ -357,17 +357,21 @@ class Detail:
             return facts
         return cls(**{str(k): (list(v) if k == "steps" else v) for k, v in facts.items()})  # type: ignore[arg-type]
 
-    def _present(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
     def get(self, key: str, default=None):
-        return self._present().get(key, default)
+        value = getattr(self, key) if key in _DETAIL_FIELDS else None
+        return default if value is None else value
 
     def __getitem__(self, key: str):
-        return self._present()[key]
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
 
     def __contains__(self, key: object) -> bool:
-        return key in self._present()
+        return isinstance(key, str) and self.get(key) is not None
+
+
+_DETAIL_FIELDS = frozenset(f.name for f in fields(Detail))
 
 
 @dataclass

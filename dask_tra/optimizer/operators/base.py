@@ -96,11 +96,13 @@ class Strategy:
         parameters filled in any way."""
         if type(other) is not type(self):
             return False
-        return all(
-            getattr(self, f.name) is None or getattr(self, f.name) == getattr(other, f.name)
-            for f in fields(self)
-            if f.compare
-        )
+        if self == other:
+            return True
+        for name in _parameters(type(self)):
+            mine = getattr(self, name)
+            if mine is not None and mine != getattr(other, name):
+                return False
+        return True
 
     def body(self, node, m) -> Any:
         """This strategy for ``node``, written once in the words of the mover ``m``
@@ -117,7 +119,9 @@ class Strategy:
     @classmethod
     def instances(cls, node, s: int, only: Strategy | None) -> tuple[Strategy, ...]:
         """The instances ``run`` makes: the variants ``only`` admits (all when None)."""
-        return tuple(st for st in cls.variants(node, s) if only is None or only.admits(st))
+        if only is None:
+            return cls.variants(node, s)
+        return tuple([st for st in cls.variants(node, s) if only.admits(st)])
 
     @classmethod
     def pick(cls, made: dict, nbytes: Callable[[Any], int]) -> dict:
@@ -146,6 +150,10 @@ class Mover(Protocol):
 
     def frontier(self, i: int) -> tuple[int, ...]:
         """Input ``i``'s key frontier."""
+        ...
+
+    def output_dims(self, i: int) -> list[int]:
+        """The join's output key dim of each key dim of input ``i``."""
         ...
 
     def partitioned(self, i: int, grid: Grid) -> Any:
@@ -237,9 +245,30 @@ class AggregateMover(Protocol):
         ...
 
 
+_PARAMETERS: dict[type, tuple[str, ...]] = {}
+
+
+def _parameters(cls: type) -> tuple[str, ...]:
+    """The names of a strategy class's parameters (its compared fields)."""
+    names = _PARAMETERS.get(cls)
+    if names is None:
+        names = _PARAMETERS[cls] = tuple([f.name for f in fields(cls) if f.compare])
+    return names
+
+
+_PLANNING: dict[tuple, list] = {}  # (kind, only's class, the registry as it is) -> classes
+
+
 def planning(kind: OperatorKind, only: Strategy | None = None) -> list[type[Strategy]]:
     """The registered classes that plan operators of ``kind`` (``only``: its class alone)."""
-    return [cls for cls in STRATEGIES if kind in cls.kinds and (only is None or type(only) is cls)]
+    at = (kind._value_, None if only is None else type(only), tuple(STRATEGIES))
+    found = _PLANNING.get(at)
+    if found is None:
+        found = [cls for cls in STRATEGIES if kind in cls.kinds and (only is None or type(only) is cls)]
+        if len(_PLANNING) > 256:
+            _PLANNING.clear()
+        _PLANNING[at] = found
+    return found
 
 
 def run(node, kind: OperatorKind, s: int, mover: Callable[[], Any], nbytes, only: Strategy | None = None) -> dict:
@@ -253,7 +282,8 @@ def run(node, kind: OperatorKind, s: int, mover: Callable[[], Any], nbytes, only
             result = st.body(node, mover())
             if result is not None:
                 made[st] = result
-        out.update(cls.pick(made, nbytes) if made else made)
+        if made:
+            out.update(cls.pick(made, nbytes))
     return out
 
 
