@@ -25,6 +25,8 @@ with its body (``contraction``, ``join_alone``, ``aggregate_alone``) against a m
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ia import LocalFilter, part
 from ..ia.nodes import local_map
 from ..tra import expr as tra
@@ -52,6 +54,17 @@ def aggregate_alone(agg, child: Alt, only: Strategy | None = None) -> dict:
     return run(agg, OperatorKind.AGGREGATE, child.node.s, lambda: IAAggregator(agg, child), ia_bytes, only)
 
 
+# The plan layer, per operator kind: (node, input Alts, s, strategy) -> {strategy: IA root}; a
+# contraction's ``TwoPhase(plan)`` is built by its body like every other strategy. (``build``
+# may dispatch through this table; a registered operator's module builds its own: ``operators``.)
+PLANS: dict[OperatorKind, Callable[..., dict]] = {
+    OperatorKind.CONTRACTION: lambda node, kids, s, only: contraction(node, kids[0], kids[1], s, only),
+    OperatorKind.JOIN: lambda node, kids, s, only: join_alone(node, kids[0], kids[1], only),
+    OperatorKind.AGGREGATE: lambda node, kids, s, only: aggregate_alone(node, kids[0], only),
+    OperatorKind.PER_TUPLE: lambda node, kids, s, only: per_tuple(node, kids[0], only),
+}
+
+
 def per_tuple(node, child: Alt, only: Strategy | None = None) -> dict:
     """A tuple map (ReKey, Filter, Transform, Tile, ...): run where the tuples are."""
     base = (
@@ -70,4 +83,5 @@ __all__ = [
     "join_alone",
     "aggregate_alone",
     "per_tuple",
+    "PLANS",
 ]
