@@ -1,15 +1,18 @@
 """Operators planned by a module of their own.
 
-``registry`` holds every strategy as a typed object (``Bmm(side)``, ``EinDecomp(d)``, ``Local()``,
+``base`` defines what a strategy is (a typed ``Strategy`` with a body written once against a
+mover, registered as it is defined) and the one loop that runs the bodies (``run``);
+``registry`` re-exports every built-in strategy (``Bmm(side)``, ``EinDecomp(d)``, ``Local()``,
 …), the operator kinds (``OperatorKind``) and ``force=``'s parser. A module here registers, for
 one TRA operator class, its strategies twice over, keyed by the same strategy objects and move
 for move: the IA sub-plans (``plans(node, *input Alts)``, built once for the chosen plan) and
 their closed-form costs (``costs(node, *input Views, s, only)``, what the search compares; each
-``Cand`` tagged with its strategy). A strategy of its own is a ``registry.Strategy`` subclass
-with ``kinds = {OperatorKind.REGISTERED}``. The search and the plan builder look an operator up
+``Cand`` tagged with its strategy). A strategy of its own is a ``Strategy`` subclass with
+``kinds = {OperatorKind.REGISTERED}``. The search and the plan builder look an operator up
 here by its class. Every module of this package is imported (on the first ``lookup``), so a new
-one is picked up without editing anything else. The contractions, joins and aggregations keep their strategies in
-``strategies`` and ``candidates``, where the matmul strategies share their machinery.
+one is picked up without editing anything else. The contractions, joins and aggregations alone
+are planned by the strategy classes of ``contraction``, ``join_alone`` and ``aggregate_alone``
+(their bodies costed and built by the movers of ``movers``).
 """
 
 from __future__ import annotations
