@@ -127,6 +127,11 @@ def test_a_shared_node_stays_shared_through_pickle():
     np.testing.assert_array_equal(assemble(back.type, evaluate(back, {"a": REL})), 2 * A)
 
 
+def test_a_node_without_declared_operands_still_pickles():
+    back = pickle.loads(pickle.dumps(Undeclared(Transform(Input("a", T), K.identity))))
+    assert type(back) is Undeclared and back.child.describe() == "Transform(identity)"
+
+
 def test_ia_nodes_rebuild_over_new_children():
     x = Input("a", T)
     placed, other = Placed(x, part((0,), T.frontier), 2), Placed(x, part((1,), T.frontier), 2)

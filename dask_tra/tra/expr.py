@@ -39,8 +39,10 @@ class Expr(Operands):
     def describe(self) -> str:
         raise NotImplementedError
 
-    def __reduce__(self) -> tuple:
-        return (type(self), self.operands)
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """By constructor from the operands (a node that declares none pickles its attributes)."""
+        get = type(self)._get
+        return (type(self), get(self)) if get is not None else super().__reduce_ex__(protocol)
 
     def walk(self) -> list[Expr]:
         """Every node of the DAG once, children before parents."""
