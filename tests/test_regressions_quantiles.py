@@ -180,3 +180,23 @@ def test_nanquantile_of_blocks_without_nan_takes_numpys_quantile(monkeypatch):
     got = da.nanquantile(da.from_array(a, chunks=(30, (3, 4))), 0.5, axis=0).compute()
     np.testing.assert_array_equal(got, np.nanquantile(a, 0.5, axis=0))
     assert called  # the block holding a NaN
+
+
+@pytest.mark.parametrize(
+    "fn, q",
+    [("nanquantile", 0.9), ("nanquantile", [0.1, 0.5, 0.9]), ("nanpercentile", 37.5), ("quantile", 0.9),
+     ("quantile", np.float32(0.3)), ("percentile", [10, 90])],
+)
+def test_last_axis_quantiles_sorted_as_dask_equal_numpy(fn, q):
+    """Over the last axis (xarray's quantile), each row is sorted once (dask's own kernel): NumPy's
+    values and dtype, NaNs skipped by the nan-forms and kept by the others, ragged chunks."""
+    a = np.random.default_rng(3).standard_normal((6, 7, 40)).astype("f4")
+    a[0, 0, :5] = np.nan
+    a[1, 1, :] = np.nan
+    x = da.from_array(a, chunks=((4, 2), (5, 2), 40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = getattr(np, fn)(a, q, axis=-1)
+        got = getattr(da, fn)(x, q, axis=-1).compute()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)

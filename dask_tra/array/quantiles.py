@@ -2,7 +2,9 @@
 
 An order statistic needs every element of a slice together, so (like dask) the reduced axes
 are first made one block each (a rechunk: gathers), then NumPy's own function runs on every
-block, a ``blockwise`` kernel: the quantile dims (``q``'s shape) come first, as in NumPy.
+block, a ``blockwise`` kernel: the quantile dims (``q``'s shape) come first, as in NumPy. Over
+the last axis with the linear method (xarray's ``quantile``), dask's own block kernel sorts each
+row once instead (``_sorted_quantile``: twice as fast, NumPy's values and dtype).
 Unlike dask, ``axis=None`` and several axes are supported (the whole of those axes then sits
 in each block: mind the block size).
 
@@ -49,7 +51,12 @@ def order_statistic(block, fn, q, axes, method, keepdims, weights=None):
     kw = {}
     if weights is not None:
         kw["weights"] = _broadcast_weights(np.asarray(weights), block, axes)
-    if fn in ("nanquantile", "nanpercentile") and weights is None and _no_nan(block):
+    nan_free = _no_nan(block)
+    if weights is None and (fn.startswith("nan") or nan_free):
+        made = _sorted_quantile(block, fn, q, axes, method, keepdims)
+        if made is not None:
+            return made
+    if fn in ("nanquantile", "nanpercentile") and weights is None and nan_free:
         fn = fn[3:]  # the same values, without NumPy's slow NaN handling (5x on a (730, 60, 120) block)
     if fn in ("nanquantile", "nanpercentile"):
         # dask's nanquantile (its default, linear path) gives NaN for an all-NaN slice silently
@@ -57,6 +64,34 @@ def order_statistic(block, fn, q, axes, method, keepdims, weights=None):
             warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
             return _NUMPY[fn](block, q, axis=axes, method=method, keepdims=keepdims, **kw)
     return _NUMPY[fn](block, q, axis=axes, method=method, keepdims=keepdims, **kw)
+
+
+def _sorted_quantile(block, fn, q, axes, method, keepdims):
+    """dask's own kernel for its ``nanquantile`` (each row sorted once, NaNs skipped, the linear
+    method's neighbours read at once) where it applies: linear, over the last axis, at most 1,000
+    values a row, as xarray's ``quantile`` asks; about twice as fast as NumPy's quantile there.
+    In NumPy's dtype; None elsewhere (a NaN-keeping quantile calls it on NaN-free blocks only)."""
+    if (
+        _dask_quantile is None
+        or fn not in ("quantile", "nanquantile", "percentile", "nanpercentile")
+        or method != "linear"
+        or type(block) is not np.ndarray
+        or block.dtype.kind not in "iuf"
+        or block.ndim < 2
+        or tuple(axes) != (block.ndim - 1,)
+        or not 0 < block.shape[-1] <= 1000
+        or np.ndim(q) > 1
+    ):
+        return None
+    fraction = np.asarray(q, np.float64) / (100 if fn.endswith("percentile") else 1)
+    made = _dask_quantile(block, fraction, axis=[block.ndim - 1], method=method, keepdims=keepdims)
+    return made.astype(_NUMPY[fn](np.zeros(1, block.dtype), q).dtype, copy=False)
+
+
+try:  # dask's private block kernel; NumPy's own quantile where a dask lacks it
+    from dask.array.reductions import _custom_nanquantile as _dask_quantile
+except ImportError:  # pragma: no cover
+    _dask_quantile = None
 
 
 def _no_nan(block) -> bool:
