@@ -1,4 +1,6 @@
-"""Walking and printing expression DAGs (TRA and IA nodes alike: anything with ``children``).
+"""Walking and printing expression DAGs (TRA and IA nodes alike: anything with ``children``),
+and what the two share: declared operands (``Operands``) and, per layer that interprets
+nodes, one registry of their meaning by type (``Registry``).
 
 Every function here is iterative and visits a shared node once, so deep expressions (a
 chain of thousands of operators) never hit Python's recursion limit, and a DAG whose
@@ -28,9 +30,7 @@ class Operands:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "_parameters" in cls.__dict__:
-            names = cls._parameters
-            get = None if names is None else attrgetter(*names)
-            cls._get = get if get is None or len(names or ()) > 1 else lambda node: (get(node),)
+            cls._get = None if cls._parameters is None else _getter(cls._parameters)
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -56,6 +56,13 @@ class Operands:
         get = type(self)._get
         operands = get(self) if get is not None else self.operands  # (the property says what is missing)
         return type(self)(*children, *operands[len(children) :])
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """node -> the tuple of its attributes ``names`` (one C call for two or more)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    return lambda node: tuple(getattr(node, n) for n in names)
 
 
 def rebuilt(node: N, children: Iterable[Any], layer: str) -> N:
