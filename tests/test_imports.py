@@ -12,8 +12,7 @@ by importing:
   ranks lowest, then ``methods`` (RelArray's methods), then ``core`` (RelArray), then the
   relation glue, the function families, NumPy's protocols and the package. RelArray's
   methods call the families (``x.sum()`` is ``sum(x)``) without importing them: the package
-  binds them into ``methods`` once it has imported them all (``methods.bind``). The one edge
-  still against the ranks is ``PENDING``'s (see there);
+  binds them into ``methods`` once it has imported them all (``methods.bind``);
 - every module imports on its own in a fresh interpreter (``python -c "import dask_tra.X"``);
 - the algebra, the implementation algebra and the optimizer (dask_tra/tra, ia, optimizer)
   import nothing from Dask or distributed, nor from dask_tra's Dask layer (dask_tra.runtime),
@@ -57,16 +56,10 @@ ARRAY_RANKS = (
     "linalg.qr", "blocklayout", "gufuncs", "io", "linalg.batched", "linalg.blocked", "padding",
     "quantiles", "treereduce", "indexing", "linalg.norms", "linalg", "datadependent", "fft",
     "routines", "sorting", "namespace_linalg", "fill", "ma", "namespace_fft", "stats", "overlap",
-    # NumPy's protocols, then the package, which binds the families into ``methods``
-    "dispatch", "__init__",
-    # the Array API namespace: imports the package itself
-    "namespace",
+    # NumPy's protocols and the Array API namespace, then the package, which binds the families
+    # into ``methods``
+    "dispatch", "namespace", "__init__",
 )
-# Edges against the ranks, pending a change outside the array core: RelArray.__array_namespace__
-# imports the Array API namespace when called, because namespace.py imports the package (so the
-# package cannot import it to bind it). Once namespace.py takes the package from the binding
-# (``from .methods import da as _da``), the package imports and binds it, and this set is empty.
-PENDING = {("dask_tra.array.methods", "dask_tra.array.namespace")}
 
 
 def _module_name(path: Path) -> str:
@@ -141,11 +134,9 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def import_graph(module_level: bool = True, parents: bool = False,
-                 skip: set | frozenset = frozenset()) -> dict[str, set[str]]:
+def import_graph(module_level: bool = True, parents: bool = False) -> dict[str, set[str]]:
     """module -> the dask_tra modules it imports (and, for outside names, the names themselves).
-    ``parents``: also the parent packages an import runs, except the importer's own.
-    ``skip``: (importer, imported) edges left out."""
+    ``parents``: also the parent packages an import runs, except the importer's own."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -154,7 +145,7 @@ def import_graph(module_level: bool = True, parents: bool = False,
         if parents:
             own = set(_parents(name))
             targets |= {p for t in targets if t.startswith(PACKAGE + ".") for p in _parents(t) if p not in own}
-        graph[name] = {t for t in targets if (name, t) not in skip}
+        graph[name] = targets
     return graph
 
 
@@ -220,8 +211,8 @@ def test_no_module_level_import_cycle():
 
 
 def test_no_import_cycle():
-    """Function-level imports count too (``PENDING``'s edge aside: see there)."""
-    cycle = find_cycle(import_graph(module_level=False, parents=True, skip=PENDING))
+    """Function-level imports count too."""
+    cycle = find_cycle(import_graph(module_level=False, parents=True))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
@@ -244,9 +235,8 @@ def test_array_modules_import_only_lower_ranks():
     rank = {_array_module(m): i for i, m in enumerate(ARRAY_RANKS)}
     graph = import_graph(module_level=False, parents=True)
     bad = sorted(f"{m} (rank {rank[m]}) imports {t} (rank {rank[t]})" for m in rank for t in graph[m]
-                 if t in rank and t != m and rank[t] >= rank[m] and (m, t) not in PENDING)
+                 if t in rank and t != m and rank[t] >= rank[m])
     assert not bad, "\n".join(bad)
-    assert all(t in graph[m] for m, t in PENDING), "a PENDING edge is gone: drop it from PENDING"
 
 
 def test_array_core_imports_no_function_family():
@@ -260,7 +250,6 @@ def test_array_core_imports_no_function_family():
     assert not [t for m in plumbing for t in graph[m] if _within(t, ARRAY)]
     for m in ("core", "methods"):
         reached = {t for t in graph[_array_module(m)] if _within(t, ARRAY)} - {_array_module("methods")}
-        reached -= {t for mm, t in PENDING if mm == _array_module(m)}
         assert reached <= plumbing, sorted(reached - plumbing)
 
 

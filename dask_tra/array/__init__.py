@@ -195,3 +195,6 @@ _methods.bind(
     relations=_relations,
     structure=structure,
 )
+from . import namespace as _namespace  # noqa: E402 (the Array API namespace: it reads the package bound above)
+
+_methods.bind(namespace=_namespace)

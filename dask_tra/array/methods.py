@@ -32,9 +32,9 @@ class _Unbound:
 # RelArrays, so they import the core, and the core imports none of them. dask_tra/array/__init__.py
 # binds them here once it has imported them all (``bind``); since it is the parent package of every
 # array module, it has run before any RelArray exists. ``da`` is the namespace, dask_tra.array.
-ABOVE = ("da", "blockwise", "creation", "dispatch", "indexing", "rechunk", "relations", "structure")
+ABOVE = ("da", "blockwise", "creation", "dispatch", "indexing", "namespace", "rechunk", "relations", "structure")
 da = _Unbound("dask_tra.array")
-blockwise = creation = dispatch = indexing = rechunk = relations = structure = _Unbound("an array module")
+blockwise = creation = dispatch = indexing = namespace = rechunk = relations = structure = _Unbound("an array module")
 
 
 def bind(**modules) -> None:
@@ -537,10 +537,6 @@ class ArrayMethods:
         """The Array API namespace, ``dask_tra.array.namespace``."""
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported Array API version {api_version!r}")
-        # the one call-time import left above the core (tests/test_imports.py: PENDING): namespace.py
-        # imports the package itself, so the package cannot import it to bind it here
-        from . import namespace
-
         return namespace
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

@@ -12,11 +12,10 @@ from collections import namedtuple as _namedtuple
 
 import numpy as _np
 
-import dask_tra.array as _da
-
 from . import namespace_fft as fft  # noqa: F401 (the Array API extensions)
 from . import namespace_linalg as linalg  # noqa: F401
 from .creation import asarray as _asarray  # the one asarray; the standard's below wraps it
+from .methods import da as _da  # dask_tra.array: the package binds it before it imports this module
 from .relations import is_array as _is_array
 
 __array_api_version__ = "2024.12"
