@@ -1,5 +1,6 @@
 """The kernel-derivative registry (dask_tra/tra/vjp.py): rules are registered by the module that
-defines each kernel class and found by kernel type, never by display name."""
+defines each frontend kernel class (the TRA's kernels' by the backward pass,
+dask_tra/autodiff/kernels.py) and found by kernel type, never by display name."""
 import ast
 from pathlib import Path
 
@@ -16,14 +17,14 @@ def _home(rule):
 
 
 @pytest.mark.parametrize("kernel, kind, home", [
-    (K.add, "transform", "dask_tra.tra.kernels"),
-    (K.mul, "join", "dask_tra.tra.kernels"),
-    (K.Einsum("ij->j"), "transform", "dask_tra.tra.kernels"),
-    (K.matmul, "join", "dask_tra.tra.kernels"),
-    (K.Reduce("sum", [0]), "transform", "dask_tra.tra.kernels"),
+    (K.add, "transform", "dask_tra.autodiff.kernels"),
+    (K.mul, "join", "dask_tra.autodiff.kernels"),
+    (K.Einsum("ij->j"), "transform", "dask_tra.autodiff.kernels"),
+    (K.matmul, "join", "dask_tra.autodiff.kernels"),
+    (K.Reduce("sum", [0]), "transform", "dask_tra.autodiff.kernels"),
     (AK.Permute([1, 0]), "transform", "dask_tra.array.kernels"),
     (AK.Reshape([4]), "transform", "dask_tra.array.kernels"),
-    (K.Reduce("sum", [0], keepdims=True, dtype=np.float64), "transform", "dask_tra.tra.kernels"),  # the frontend's
+    (K.Reduce("sum", [0], keepdims=True, dtype=np.float64), "transform", "dask_tra.autodiff.kernels"),  # the frontend's
     (AK.ElementwiseOp("exp", AK.Op(np.exp), [AK.ARRAY], np.float64), "transform", "dask_tra.array.kernels"),
     (AK.Concatenate(0, [4]), "join", "dask_tra.array.kernels"),
     (AK.Triangle("tril", np.float64), "join", "dask_tra.array.kernels"),

@@ -3,12 +3,12 @@
 Every TRA operator applies a kernel to chunks; its relation-Jacobian product (``rjp.py``)
 needs the kernel's vector-Jacobian product, expressed again as TRA over the upstream
 gradient ``g`` and the forward relations (the SAME node objects: forward intermediates are
-reused, not recomputed). The rules live with the kernels: the module that defines a kernel
-class registers its VJP in ``dask_tra.tra.vjp`` (``register_vjp``), and elementwise kernels
-find theirs by their operation's partial derivatives (``register_partials``); nothing reads a
-kernel's display name:
+reused, not recomputed). Rules are registered in ``dask_tra.tra.vjp`` by kernel class
+(``register_vjp``): the frontend's kernels' by the module that defines them, the TRA's own
+kernels' by the backward pass; elementwise kernels find theirs by their operation's partial
+derivatives (``register_partials``); nothing reads a kernel's display name:
 
-- ``dask_tra/tra/kernels.py``: the TRA's ``Elementwise`` kernels (``Join(multiply)``, ...:
+- ``dask_tra/autodiff/kernels.py``: the TRA's ``Elementwise`` kernels (``Join(multiply)``, ...:
   the chain rule ``g · ∂f/∂argᵢ``, ``chain``), ``Einsum`` (one operand: sums, diagonals; a
   join: ``gA = einsum(o,b->a)(g, B)``, with the caller's Aggregate(add) a contraction the
   optimizer plans; for matmul gL = G·Rᵀ, gR = Lᵀ·G) and ``Reduce``;
@@ -30,6 +30,7 @@ from ..array.kernels import Pack
 from ..tra import Join
 from ..tra.kernels import chain
 from ..tra.vjp import PARTIALS, P, Partial, Y, register_partials, register_vjp, vjp_for
+from . import kernels as _kernels  # noqa: F401 (registers the VJPs of the TRA's kernels)
 from .terms import GradError
 
 # ---------------------------------------------------------------- dispatch

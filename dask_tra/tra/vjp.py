@@ -2,11 +2,12 @@
 partial derivatives of elementwise operations, and relation-Jacobian products of operators
 the backward pass does not know (``register_rjp``: a new per-tuple operator's, next to it).
 
-The module that defines a kernel class registers its VJP next to it (``tra/kernels.py`` for
-the TRA's own kernels, ``array/kernels.py`` for the frontend's), so adding a kernel with its
-derivative touches one file. The backward pass (``dask_tra.autodiff``) looks rules up here by
-kernel type (``vjp_for``), never by display name. This module imports nothing else of the
-package but its errors: the kernel modules import it, and it knows kernels only as keys.
+The module that defines a frontend kernel class registers its VJP next to it
+(``array/kernels.py``), so adding a kernel with its derivative touches one file; the TRA's
+own kernels have theirs with the backward pass (``autodiff/kernels.py``). The backward pass
+(``dask_tra.autodiff``) looks rules up here by kernel type (``vjp_for``), never by display name.
+This module imports nothing else of the package but its errors: the kernel modules import it,
+and it knows kernels only as keys.
 
 A rule receives *terms* (``TermLike``: an expression with its key dims named in a common key
 space; ``dask_tra.tra.terms.Term``) and returns a term, or None when no gradient flows:
