@@ -44,14 +44,6 @@ ALLOWED = {
     **{f"dask_tra.array.{t}": "NumPy's scalar type" for t in da._DTYPES},
     # dask's warning class, re-exported so one warnings filter silences both libraries
     "dask_tra.array.PerformanceWarning": "dask's class",
-    # TODO (issue 32, item 6): not yet structured; their modules (array/core.py,
-    # array/__init__.py, autodiff/) were being reworked when the others were written
-    "dask_tra.array.Array": "RelArray (array/core.py): prose docstring, no Parameters or example yet",
-    "dask_tra.array.compute": "array/__init__.py: prose docstring",
-    "dask_tra.array.persist": "array/__init__.py: prose docstring",
-    "dask_tra.array.isdtype": "array/__init__.py: no docstring (NumPy's isdtype)",
-    "dask_tra.grad": "autodiff/api.py: prose docstring",
-    "dask_tra.value_and_grad": "autodiff/api.py: prose docstring",
 }
 
 

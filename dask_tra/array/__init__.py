@@ -92,8 +92,30 @@ globals().update({n: getattr(_np, n if n != "bool" else "bool_") for n in _DTYPE
 
 
 def compute(*args, **kwargs):
-    """``dask.compute``; RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG,
-    nodes they share computed once (``joint.Joint``)."""
+    """Compute several collections at once, as ``dask.compute``.
+
+    RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG: the nodes they share
+    are computed once (``joint.Joint``). Any other collection goes to ``dask.compute``.
+
+    Parameters
+    ----------
+    *args
+        RelArrays (or dask collections), alone or inside lists, tuples and dicts.
+    **kwargs
+        ``dask.compute``'s keywords (``scheduler=``, ``optimize_graph=``, ...).
+
+    Returns
+    -------
+    tuple
+        One result per argument, in the argument's structure.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(6.0), chunks=2)
+    >>> y = x * 2
+    >>> da.compute(y.sum(), y.max())
+    (np.float64(30.0), np.float64(10.0))
+    """
     if joint.only_arrays(args):
         return joint.compute(*args, **kwargs)
     import dask
@@ -102,7 +124,30 @@ def compute(*args, **kwargs):
 
 
 def persist(*args, **kwargs):
-    """``dask.persist``; RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG."""
+    """Persist several collections at once, as ``dask.persist``: their blocks are computed and
+    kept (in memory, or on the cluster's workers), each returned as a collection over them.
+
+    RelArrays (alone or in lists, tuples, dicts) are planned as ONE DAG, as by ``compute``.
+
+    Parameters
+    ----------
+    *args
+        RelArrays (or dask collections), alone or inside lists, tuples and dicts.
+    **kwargs
+        ``dask.persist``'s keywords (``scheduler=``, ...).
+
+    Returns
+    -------
+    tuple
+        One persisted collection per argument, in the argument's structure.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(6.0), chunks=2)
+    >>> (y,) = da.persist(x + 1)
+    >>> y.sum().compute()
+    np.float64(21.0)
+    """
     if joint.only_arrays(args):
         return joint.persist(*args, **kwargs)
     import dask
@@ -121,6 +166,28 @@ def _array_expr_enabled():
 
 
 def isdtype(dtype, kind):
+    """Whether ``dtype`` is of ``kind``, as the Array API's (and NumPy's) ``isdtype``.
+
+    Parameters
+    ----------
+    dtype : dtype
+        The data type asked about.
+    kind : str, dtype or tuple of them
+        A kind name (``"bool"``, ``"signed integer"``, ``"unsigned integer"``, ``"integral"``,
+        ``"real floating"``, ``"complex floating"``, ``"numeric"``), a dtype, or a tuple of
+        them (any may match).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> da.isdtype(da.float32, "real floating")
+    True
+    >>> da.isdtype(da.int8, ("bool", "unsigned integer"))
+    False
+    """
     import numpy
 
     return numpy.isdtype(dtype, kind)

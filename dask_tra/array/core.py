@@ -16,11 +16,39 @@ from .zerofill import assemble_held, densify, fill_missing
 
 
 class RelArray(ArrayMethods, DaskCollection):
-    """A lazy blocked array. ``sparse_expr`` is its TRA expression (block-sparse: it may hold
-    only some keys, a missing block being zeros; what is planned and computed); ``expr`` its
-    dense view (the same over zero-filled inputs; ``zerofill``), what operations that cannot
-    skip missing blocks build on. ``sources`` bind the inputs of both (by name) to data.
-    Operations build new expressions; nothing runs until compute."""
+    """A lazy blocked array (``dask_tra.array.Array``), as dask.array's ``Array``.
+
+    ``sparse_expr`` is its TRA expression (block-sparse: it may hold only some keys, a missing
+    block being zeros; what is planned and computed); ``expr`` its dense view (the same over
+    zero-filled inputs; ``zerofill``), what operations that cannot skip missing blocks build on.
+    ``sources`` bind the inputs of both (by name) to data. Operations build new expressions;
+    nothing runs until compute.
+
+    Parameters
+    ----------
+    expr : tra.Expr or dask graph
+        The TRA expression of the array's blocks, or, as dask.array's constructor takes them,
+        a dask graph (``Array(graph, name, chunks, dtype=...)``), wrapped lazily.
+    sources : dict
+        Input name -> its data (``runtime.sources.Source``); with a dask graph, its name.
+    name : str, optional
+        The array's name (its result keys' first element); by default a token of what it
+        computes, so equal pipelines on equal data have equal names.
+    **dask_array_args
+        With a dask graph: dask.array's ``chunks``, ``dtype``, ``meta``, ``shape``.
+
+    Build one through ``from_array``, ``asarray``, ``zeros``, ``random`` and the other
+    constructors, or an operation on arrays; computing it gives a NumPy (or CuPy, torch) array.
+
+    Examples
+    --------
+    >>> x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)
+    >>> y = (x + x.T[:4, :3].T).sum(axis=0)
+    >>> y.shape, y.chunks
+    ((4,), ((2, 2),))
+    >>> y.compute()
+    array([24., 30., 36., 42.])
+    """
 
     __array_priority__ = 20
 

@@ -79,6 +79,29 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
     A ``wrt`` the loss does not depend on (or only through non-differentiable integer or
     boolean results) gets a gradient of zeros, as in JAX; ``allow_unused=False`` raises
     instead (PyTorch's default).
+
+    Parameters
+    ----------
+    loss : RelArray
+        A floating-point result; a scalar unless ``seed`` is given.
+    wrt : RelArray or list, tuple or dict of RelArrays
+        Arrays ``loss`` is computed from (inputs or intermediates).
+    seed : RelArray or array_like, optional
+        The cotangent of ``loss``'s shape: the result is ``seedᵀ·∂loss/∂wrt``.
+    allow_unused : bool, default True
+        Whether a ``wrt`` that ``loss`` does not depend on gets zeros (else ValueError).
+
+    Returns
+    -------
+    (RelArray, gradients)
+        ``loss`` and the lazy gradients, in ``wrt``'s structure.
+
+    Examples
+    --------
+    >>> w = da.from_array(np.array([1.0, 2.0, 3.0]), chunks=2)
+    >>> value, (g,) = dask_tra.value_and_grad((w * w).sum(), [w])
+    >>> value.compute(), g.compute()
+    (np.float64(14.0), array([2., 4., 6.]))
     """
     from ..array.creation import zeros
 
@@ -131,7 +154,30 @@ def value_and_grad(loss, wrt, *, seed=None, allow_unused=True):
 
 def grad(loss, wrt, *, seed=None, allow_unused=True):
     """The gradients of scalar ``loss`` with respect to ``wrt`` (lazy RelArrays; see
-    ``value_and_grad``)."""
+    ``value_and_grad``).
+
+    Parameters
+    ----------
+    loss : RelArray
+        A floating-point result; a scalar unless ``seed`` is given.
+    wrt : RelArray or list, tuple or dict of RelArrays
+        Arrays ``loss`` is computed from (inputs or intermediates).
+    seed : RelArray or array_like, optional
+        The cotangent of ``loss``'s shape: the result is ``seedᵀ·∂loss/∂wrt``.
+    allow_unused : bool, default True
+        Whether a ``wrt`` that ``loss`` does not depend on gets zeros (else ValueError).
+
+    Returns
+    -------
+    RelArray or list, tuple or dict of RelArrays
+        The gradients, in ``wrt``'s structure, each of its ``wrt``'s shape, chunks and dtype.
+
+    Examples
+    --------
+    >>> w = da.from_array(np.array([1.0, 2.0, 3.0]), chunks=2)
+    >>> dask_tra.grad((w * w).sum(), w).compute()
+    array([2., 4., 6.])
+    """
     return value_and_grad(loss, wrt, seed=seed, allow_unused=allow_unused)[1]
 
 
