@@ -234,22 +234,13 @@ _PLAIN = {int, str, bool, type(None), tuple}
 
 
 def content(node: Expr) -> Any:
-    """What a node computes from its children, as a hashable value (None: not comparable).
-    Valid while the objects it names by identity (large tables) are alive: never stored."""
+    """What a node computes from its children, as a hashable value: its class and declared
+    parameters (``dag.Operands``; None: not comparable). Valid while the objects it names by
+    identity (large tables) are alive: never stored."""
     try:
-        if isinstance(node, tra.Input):
-            return ("Input", node.name, node.constant, node.type)
-        if isinstance(node, tra.Join):
-            return ("Join", node.left_keys, node.right_keys, _value(node.kernel))
-        if isinstance(node, tra.Aggregate):
-            return ("Aggregate", node.group_by, _value(node.kernel))
-        if isinstance(node, tra.Concat):
-            return ("Concat", node.key_dim, node.array_dim)
-        if isinstance(node, tra.TupleMap):
-            return (type(node), _value(node.params))
+        return (type(node), _value(node.params))
     except TypeError:  # an unhashable field: the node is only equal to itself
         return None
-    return None
 
 
 def same_work(old: Expr, new: Expr) -> Expr:
