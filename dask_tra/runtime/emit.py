@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dask._task_spec import GraphNode, convert_legacy_task
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
@@ -245,12 +246,12 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     for src in sources.values():
         if src.graph:
             external.update(src.graph)
-    ext_pins = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
+    ext_pins: dict[Any, int] = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
     g = _Tasks()
-    avail = {}  # (origin, site) -> dask key holding that chunk on that site
-    made = {}  # (input name, key, site) -> dask key of an input block made there, read there only
+    avail: dict[tuple, Any] = {}  # (origin, site) -> dask key holding that chunk on that site
+    made: dict[tuple, Any] = {}  # (input name, key, site) -> dask key of an input block made there, read there only
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
-    home = {}  # input key read by key -> the sites holding it
+    home: dict[Any, set[int]] = {}  # input key read by key -> the sites holding it
     nbytes = ChunkBytes()  # dask key -> bytes of its chunk
     light = set()  # dask keys of constant inputs' chunks (views of one value)
     walk = walk_many(roots)
@@ -259,7 +260,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
     fused = _fusable_joins(walk)
     products = {n.uid: n.op.kernel.makes_products(n.left.type, n.right.type) for n in walk if isinstance(n, LocalJoin)}
-    direct = {}  # id(root) -> output name, for a root made once per key: its tasks are the outputs
+    direct: dict[int, str] = {}  # id(root) -> output name, for a root made once per key: its tasks are the outputs
     for root, output_name in zip(roots, output_names):
         if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
             direct.setdefault(id(root), output_name)
@@ -320,10 +321,11 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                     built = (task or TASK(node))(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
                         continue
-                    g.add(dk, *built, site, products.get(node.uid, False))
+                    spec, refs = built
+                    g.add(dk, spec, refs, site, products.get(node.uid, False))
                 avail[(origin, site)] = dk
                 nbytes.at[dk] = (node.type, key)
-    out_keys = []
+    out_keys: list[dict] = []
     for root, output_name in zip(roots, output_names):
         out_keys.append({})
         for key, copies in root.copies.items():
@@ -486,7 +488,8 @@ class _Tasks:
         not inlined into a reader that also waits for another task: the fetch would start only
         once that task is made."""
         held = held or {}
-        count, reader = {}, {}
+        count: dict[Any, int] = {}
+        reader: dict[Any, Any] = {}
         for dk, refs in self.reads.items():
             for r in refs:
                 count[r] = count.get(r, 0) + 1
@@ -499,9 +502,13 @@ class _Tasks:
             and dk not in self.keep
             and self.site[reader[dk]] == self.site[dk]
         }
-        out, depth = {}, {}
+        out: dict[Any, Any] = {}
+        depth: dict[Any, int] = {}
         self.members = {}  # task -> the tasks computed inside it, in order, itself last
-        fetches, waits, late, work = {}, {}, {}, {}  # per task as emitted: reads a chunk on
+        fetches: dict[Any, Any] = {}  # per task as emitted: reads a chunk on
+        waits: dict[Any, Any] = {}
+        late: dict[Any, Any] = {}
+        work: dict[Any, Any] = {}
         # another site; reads a task; reads a task made on another site or a late one; has products
         for dk, spec in self.spec.items():
             site, reads = self.site[dk], self.reads[dk]
@@ -565,10 +572,11 @@ def _graph(tasks, site, external, ext_pins, ext_name, workers, priority=None):
     Of a wrapped dask.array's graph, the blocks the plan reads are pinned where it reads
     them (so they are made there); the tasks behind them are left to the scheduler.
     """
-    layers = {}
+    layers: dict[str, dict] = {}
     for dk, spec in tasks.items():
         layers.setdefault(dk[0], {})[dk] = spec
-    hl, deps = {}, {}
+    hl: dict[str, Any] = {}
+    deps: dict[str, Any] = {}
     if external:
         annotations = None
         if workers is not None and ext_pins:
@@ -675,7 +683,7 @@ def _map_task(node, key, site, origin, avail, dk):
 def _fusable_joins(walk) -> dict:
     """{LocalJoin uid: LocalAggregate uid} for joins whose only consumer folds them with an
     aggregation kernel: one task per group and site then computes fold(kernel(l, r), ...)."""
-    consumers = {}
+    consumers: dict[int, list] = {}
     for n in walk:
         for c in n.children:
             consumers.setdefault(c.uid, []).append(n)
