@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ..ia import Placed, SiteMap, part
 from ..tra import expr as tra
-from . import operators, twophase_strategy
+from . import operators
 from . import strategies as S
 from .layout import Alt as IAAlt
-from .operators.registry import OperatorKind, TwoPhase, operator_kind
+from .operators.registry import OperatorKind, operator_kind
 from .search import chosen, inputs_of
 
 
@@ -36,22 +36,13 @@ def build(roots, s) -> list:
 
 
 def _one(node, alt, kids, s):
-    """The IA sub-plan of ``alt``'s strategy (the object its costing was tagged with)."""
+    """The IA sub-plan of ``alt``'s strategy (the object its costing was tagged with), built by
+    the strategy's own body (``strategies.PLANS``) or a registered operator's module."""
     strategy = alt.cand.strategy
     kind = operator_kind(node)
-    if isinstance(strategy, TwoPhase):
-        return twophase_strategy.build(node, kids[0], kids[1], s, strategy.plan)
-    if kind is OperatorKind.CONTRACTION:
-        made = S.contraction(node, kids[0], kids[1], s, only=strategy)
-    elif kind is OperatorKind.JOIN:
-        made = S.join_alone(node, kids[0], kids[1], only=strategy)
-    elif kind is OperatorKind.AGGREGATE:
-        made = S.aggregate_alone(node, kids[0], only=strategy)
-    elif kind is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
-        made = op.plans(node, *kids)
-    else:
-        made = S.per_tuple(node, kids[0], only=strategy)
-    return made[strategy]
+    if kind is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
+        return op.plans(node, *kids)[strategy]
+    return S.PLANS[kind](node, kids, s, strategy)[strategy]
 
 
 __all__ = ["build", "inputs_of"]

@@ -9,7 +9,7 @@ free one), places every group by the paper's greedy (``twophase.place_greedy``, 
 objective with the search's ``Rates``). ``contraction.TwoPhase``'s body, written once, says the
 rest: each input to its join groups, the products made and summed. Its symbolic mover
 (``movers.SymbolicSummer``) costs it from the placement's own figures (``cand``), its IA mover
-(``movers.IASummer``, or ``build``'s) builds it: each input tuple shuffled to the sites of its join groups (a free
+(``movers.IASummer``) builds it: each input tuple shuffled to the sites of its join groups (a free
 one made first at its home), a ``LocalJoin`` computing each product at its one site, a local
 pre-sum per site, the partials shuffled to their group's site and summed there.
 
@@ -255,26 +255,4 @@ def joined(agg, left: IANode, right: IANode, plan: TwoPhasePlan) -> IANode:
     return LocalAggregate(Shuffle(pre, home), tuple(range(len(agg.group_by))), agg.kernel)
 
 
-class _Build:
-    """The IA mover of ``TwoPhase.body`` (``movers.IASummer`` answers the same three calls)."""
-
-    def __init__(self, agg, alts, s):
-        self.agg, self.alts, self.s = agg, alts, s
-
-    def placement(self, st: TwoPhase) -> TwoPhasePlan:
-        return st.plan
-
-    def to_join_groups(self, i: int, plan: TwoPhasePlan) -> IANode:
-        return send_side(self.alts[i], i, self.s, plan)
-
-    def join(self, left: IANode, right: IANode, plan: TwoPhasePlan, strategy) -> IANode:
-        return joined(self.agg, left, right, plan)
-
-
-def build(agg, left: Alt, right: Alt, s: int, plan: TwoPhasePlan) -> IANode:
-    """The IA plan of ``plan``'s placement: ``TwoPhase(plan)``'s body built (see the module
-    docstring)."""
-    return TwoPhase(plan).body(agg, _Build(agg, (left, right), s))
-
-
-__all__ = ["MAX_JOIN_GROUPS", "applies", "placement", "to_join_groups", "cand", "send_side", "joined", "build"]
+__all__ = ["MAX_JOIN_GROUPS", "applies", "placement", "to_join_groups", "cand", "send_side", "joined"]
