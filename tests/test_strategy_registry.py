@@ -188,7 +188,7 @@ def test_two_phase_is_built_by_its_body_through_the_contraction_movers(monkeypat
         cache.clear()
         monkeypatch.setitem(strategies.PLANS, OperatorKind.CONTRACTION, spy)
         got = plan(z.expr, s, placements=placements, force="two-phase")
-        got.root  # built now (``Plan.root`` is built on first use)
+        assert got.root  # built now (``Plan.root`` is built on first use)
         monkeypatch.undo()
         assert built and evaluate_cost(got.root).bytes_moved == got.cost.bytes_moved
         res = execute(got.root, _inputs(z))
