@@ -400,10 +400,10 @@ def _report(roots, cands):
                         operand(alt.inputs[i].node) if i is not None else "partial results",
                         int(nbytes),
                     )
-                    for what, i, nbytes in cand.detail.get("steps", ())
+                    for what, i, nbytes in cand.detail.steps
                     if what
                 ],
-                facts={k: cand.detail[k] for k in ("bside", "placement", "balance") if k in cand.detail},
+                facts=cand.detail.facts(),
             )
         )
         steps.extend(_steps(alt, cands[id(alt)], kind))
@@ -444,18 +444,18 @@ def _replay(template, order):
 def _steps(alt, cand, kind):
     head = f"{kind} {_describe(alt.node, kind)}: {alt.strategy}"
     out = [head]
-    for what, i, nbytes in cand.detail.get("steps", ()):
+    for what, i, nbytes in cand.detail.steps:
         if not what:
             continue
         src = alt.inputs[i].node.describe() if i is not None else "partial results"
         out.append(f"  {what} {src}: {fmt_bytes(nbytes)}")
-    if cand.detail.get("bside"):
-        out.append(f"  (broadcasts the {cand.detail['bside']} input)")
-    if "placement" in cand.detail:
-        out.append(f"  placement: {cand.detail['placement']} (lineage-planned, per block product)")
-    if "balance" in cand.detail:
+    if cand.detail.bside:
+        out.append(f"  (broadcasts the {cand.detail.bside} input)")
+    if cand.detail.placement is not None:
+        out.append(f"  placement: {cand.detail.placement} (lineage-planned, per block product)")
+    if cand.detail.balance is not None:
         flops = ", ".join(f"{f / 1e6:.3g}" for f in cand.flops)
-        out.append(f"  compute balance: busiest site / mean = {cand.detail['balance']:.2f} (MFLOP per site: {flops})")
+        out.append(f"  compute balance: busiest site / mean = {cand.detail.balance:.2f} (MFLOP per site: {flops})")
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..ia import Placed, SiteMap, part
 from ..tra import expr as tra
+from ..tra.errors import TRAError
 from . import operators
 from . import strategies as S
 from .layout import Alt as IAAlt
@@ -40,6 +41,8 @@ def _one(node, alt, kids, s):
     the strategy's own body (``strategies.PLANS``) or a registered operator's module."""
     strategy = alt.cand.strategy
     kind = operator_kind(node)
+    if kind is None:  # the search costs no such operator, so no chosen plan holds one
+        raise TRAError(f"plan: {node.describe()}: no strategy plans {type(node).__name__}")
     if kind is OperatorKind.REGISTERED and (op := operators.lookup(node)) is not None:
         return op.plans(node, *kids)[strategy]
     return S.PLANS[kind](node, kids, s, strategy)[strategy]

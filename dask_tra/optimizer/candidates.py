@@ -25,7 +25,7 @@ from ..ia.partitioning import part
 from .movers import Contraction, SymbolicAggregator, SymbolicMover, SymbolicSummer, grid_products, symbolic_bytes
 from .operators.base import OperatorKind, planning, run
 from .operators.registry import Align, EinDecomp, Local, Strategy
-from .symbolic import Cand, Moves, grid_layout, key_bytes, key_elements, row_counts, wsum
+from .symbolic import Cand, Detail, Moves, grid_layout, key_bytes, key_elements, row_counts, wsum
 
 
 def contraction(agg, left, right, s, only: Strategy | None = None, eindecomp=True, rates=None, prune=None) -> dict:
@@ -154,7 +154,7 @@ def per_tuple(node, child, s, only: Strategy | None = None) -> dict:
         flops = node.flops * _elements_at(child.type, base, s)
     nb = key_bytes(node.type)
     peak = wsum(key_bytes(child.type), base) + wsum(nb, lay)
-    return {Local(): Cand(lay, 0, 0, peak, flops, tasks, mv.present, {}, strategy=Local())}
+    return {Local(): Cand(lay, 0, 0, peak, flops, tasks, mv.present, Detail(), strategy=Local())}
 
 
 def relabel_rows(node, in_frontier) -> np.ndarray:

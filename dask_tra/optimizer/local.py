@@ -34,6 +34,7 @@ from .operators.registry import CONTRACTION_KINDS, Bcast, Bmm, Copart, Local, St
 from .search import Alt, chosen, combine, fused_joins, input_alt, inputs_of, kind_of, views_of
 from .symbolic import (
     Cand,
+    Detail,
     cell_flops,
     gather,
     held,
@@ -125,7 +126,7 @@ def _contraction(agg, left, right) -> Cand:
         flops,
         int(partial.sum()),
         [column(left.type), rlay],
-        {"bside": "left", "aggregate": "local", "steps": []},
+        Detail(bside="left", aggregate="local"),
         np.zeros(1, np.int64),
         np.zeros(1),
     )
@@ -154,7 +155,7 @@ def _join(join, left, right) -> Cand:
         flops,
         int(layout.sum()),
         [lay, rlay],
-        {"steps": []},
+        Detail(),
         np.zeros(1, np.int64),
         np.zeros(1),
     )
@@ -175,7 +176,7 @@ def _aggregate(agg, child) -> Cand:
             _elements(child.type),
             int(out.sum()),
             [base],
-            {"steps": []},
+            Detail(),
         )
     dense = child.type.keys is None
     if dense:
@@ -190,7 +191,7 @@ def _aggregate(agg, child) -> Cand:
         _elements(child.type),
         int(partial.sum()),
         [base],
-        {"steps": []},
+        Detail(),
     )
 
 
@@ -198,7 +199,7 @@ def _per_tuple(node, child) -> Cand:
     """``local``: a tuple map runs where its input is, fused into its reader (no task)."""
     flops = node.flops * _elements(child.type) if node.flops else np.zeros(1)
     peak = _nbytes(child.type) + _nbytes(node.type)
-    return Cand(column(node.type), 0, 0, peak, flops, 0, [column(child.type)], {})
+    return Cand(column(node.type), 0, 0, peak, flops, 0, [column(child.type)], Detail())
 
 
 @dataclass(frozen=True)

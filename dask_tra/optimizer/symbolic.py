@@ -25,8 +25,7 @@ once, afterwards (``optimizer.build``), and tests check that its exact costing
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -338,11 +337,7 @@ class Detail:
     """What ``explain()`` says of a candidate beyond its totals: its moves, step by step
     (``steps``), how its aggregation ended (``aggregate``: "local" or "two-phase"), the input a
     ``bmm`` broadcasts (``bside``), a two-phase plan's placement rule (``placement``) and its
-    compute balance (``balance``: busiest site over the mean).
-
-    Readers not yet moved to the fields may read it as the mapping it replaces
-    (``detail.get("steps", ())``, ``"placement" in detail``, ``detail["bside"]``): a field
-    that is None is absent."""
+    compute balance (``balance``: busiest site over the mean)."""
 
     steps: list[Step] = field(default_factory=list)
     aggregate: str | None = None
@@ -350,28 +345,10 @@ class Detail:
     placement: str | None = None
     balance: float | None = None
 
-    @classmethod
-    def of(cls, facts: Detail | Mapping) -> Detail:
-        """``facts`` as a ``Detail`` (a mapping of its field names, as older callers pass)."""
-        if isinstance(facts, Detail):
-            return facts
-        return cls(**{str(k): (list(v) if k == "steps" else v) for k, v in facts.items()})  # type: ignore[arg-type]
-
-    def get(self, key: str, default=None):
-        value = getattr(self, key) if key in _DETAIL_FIELDS else None
-        return default if value is None else value
-
-    def __getitem__(self, key: str):
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get(key) is not None
-
-
-_DETAIL_FIELDS = frozenset(f.name for f in fields(Detail))
+    def facts(self) -> dict[str, Any]:
+        """The report's facts of one operator: the broadcast side, placement and balance given."""
+        named = {"bside": self.bside, "placement": self.placement, "balance": self.balance}
+        return {k: v for k, v in named.items() if v is not None}
 
 
 @dataclass
@@ -385,18 +362,13 @@ class Cand:
     flops: np.ndarray | None = None
     tasks: int = 0
     present: list = field(default_factory=list)  # per input: present after this operator's moves
-    # explain()'s facts: a ``Detail`` once made (a mapping of its field names is converted)
-    detail: Detail | Mapping[str, Any] = field(default_factory=Detail)
+    detail: Detail = field(default_factory=Detail)  # explain()'s facts
     site_moved: np.ndarray | None = None  # bytes each site receives (None: not known per site)
     site_sent: np.ndarray | None = None  # bytes each site sends (None: not known per site)
     terms: dict = field(default_factory=dict)  # registered CostTerms (``cost.TERMS``): name -> value
     # the strategy costed, every parameter costing chose filled in (``operators.registry``): what
     # the final costing and the plan builder take back; ``detail`` only informs ``explain()``
     strategy: Strategy | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.detail, Detail):
-            self.detail = Detail.of(self.detail)
 
 
 class Moves:

@@ -9,7 +9,7 @@ import numpy as np
 from ...ia import LocalAggregate, part
 from ...tra.expr import Concat
 from ..layout import Alt, partitioned_by, place
-from ..symbolic import Cand, Moves, grid_layout, key_bytes, reduce_to, single
+from ..symbolic import Cand, Detail, Moves, grid_layout, key_bytes, reduce_to, single
 from . import register
 from .registry import Local, Repartition
 
@@ -35,7 +35,7 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
             mv = Moves((child,), s)
             mv.site_in += key_bytes(child.type) @ child.layout
             peak = mv.site_in + nb @ red
-            return {Local(): Cand(red, 0, 0, peak, np.zeros(s), int(red.sum()), mv.present, {}, strategy=Local())}
+            return {Local(): Cand(red, 0, 0, peak, np.zeros(s), int(red.sum()), mv.present, Detail(), strategy=Local())}
     mv = Moves((child,), s)
     mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
     out = grid_layout(part(range(len(outf)), outf), outf, s)
@@ -48,7 +48,7 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
             np.zeros(s),
             int(out.sum()),
             mv.present,
-            {"steps": mv.steps},
+            Detail(mv.steps),
             strategy=Repartition(),
         )
     }
