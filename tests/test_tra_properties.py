@@ -137,3 +137,24 @@ def test_elements_sum_every_block(case):
     t = RelationType(frontier, tuple(axes), np.dtype("f8"))
     blocks = itertools.product(*(range(f) for f in frontier))
     assert t.elements() == sum(math.prod(t.chunk_shape(k)) for k in blocks)
+
+
+def test_a_node_over_inputs_of_its_own_types_is_copied_with_its_type(monkeypatch):
+    """``over`` with inputs typed exactly as the old ones copies the node (no type inference,
+    the same type object) and drops what it knew of the DAG below; other types rebuild it."""
+    x = np.arange(24.0).reshape(4, 6)
+    t, r = split(x, (2, 3))
+    a, b = Input("A", t), Input("B", t)
+    j = Join(a, a, (0, 1), (0, 1), K.add)
+    assert j.input_names == {"A"}
+    made = []
+    real = Join.__init__
+    monkeypatch.setattr(Join, "__init__", lambda self, *args: made.append(1) or real(self, *args))
+    k = j.over(b, b)
+    assert made == [] and k.type is j.type and k.children == (b, b) and k.left is b
+    assert k.input_names == {"B"}
+    np.testing.assert_array_equal(assemble(k.type, evaluate(k, {"B": r})), 2 * x)
+    wide, _ = split(x, (4, 3))
+    other = Input("B", wide)
+    k2 = j.over(other, other)  # another chunking: the constructor infers the type again
+    assert made == [1] and k2.type.frontier == (1, 2)

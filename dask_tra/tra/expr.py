@@ -22,7 +22,7 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from .dag import Operands, cached, render, walk
+from .dag import TOKEN, Operands, cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Bound, Kernel
 from .keyfuncs import KeyMap, KeyPred, dims_in
@@ -43,6 +43,25 @@ class Expr(Operands):
         """By constructor from the operands (a node that declares none pickles its attributes)."""
         get = type(self)._get
         return (type(self), get(self)) if get is not None else super().__reduce_ex__(protocol)
+
+    def over(self, *children: Any) -> Any:
+        """The same operator over other inputs, of the same types as its own. Where every new
+        input's type is written exactly as the old one's (a rewrite below kept it), the node is
+        copied in O(1): its type and all its constructor derived depend on its parameters and
+        its inputs' types alone; the facts of the DAG below it (``dag.cached``) are dropped."""
+        olds = self.children
+        same = len(children) == len(olds) and all(n.type.identical(o.type) for n, o in zip(children, olds))
+        if olds and same and type(self)._get is not None:
+            new = object.__new__(type(self))
+            fields = new.__dict__
+            fields.update(self.__dict__)
+            for fact in _BELOW:
+                fields.pop(fact, None)
+            for name, child in zip(cast(tuple, type(self)._parameters), children):
+                fields[name] = child
+            fields["children"] = tuple(children)
+            return new
+        return super().over(*children)
 
     def walk(self) -> list[Expr]:
         """Every node of the DAG once, children before parents."""
@@ -76,6 +95,10 @@ class Expr(Operands):
         """Refuse an input with holes, unless a missing (all-zero) block may be ``skippable``."""
         if not skippable:
             child.type.require_continuity(self.describe(), child.describe())
+
+
+# what ``dag.cached`` keeps on a node about the DAG below it: not carried to a copy over other inputs
+_BELOW = ("_input_names", "_sparse_inputs", TOKEN)
 
 
 def _union(sets: list[frozenset]) -> frozenset:

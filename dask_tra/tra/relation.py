@@ -268,6 +268,17 @@ class RelationType:
             f"{', '.join(fmt_key(k) for k in missing)} are missing below frontier {fmt_key(self.frontier)}"
         )
 
+    def identical(self, other: "RelationType") -> bool:
+        """Whether ``other`` is written exactly as this type (every axis too): what a constructor
+        derives from one it derives from the other."""
+        return self is other or (
+            self.frontier == other.frontier
+            and self.axes == other.axes
+            and self.dtype == other.dtype
+            and self.backend == other.backend
+            and self.keys == other.keys
+        )
+
     def same_as(self, other: "RelationType") -> bool:
         """Whether ``other`` describes the same relation: keys, chunk shapes, dtype and backend
         (types compare by identity otherwise). An axis is compared by its extents, however it
