@@ -200,3 +200,21 @@ def test_an_equal_local_plan_is_chosen_again_with_no_search(arrays, costings):
     again = plan_many(expression(x, y).roots, 1)
     assert again.cost == first.cost and costings == {}
     assert [a.strategy for a in chosen(again.alts)] == [a.strategy for a in chosen(first.alts)]
+
+
+def test_the_local_ia_plan_reuses_the_tra_types(arrays, monkeypatch):
+    """Building a local plan's IA infers no join or aggregation type again: each LocalJoin and
+    LocalAggregate takes the TRA operator it computes (``like``), over inputs of its types."""
+    from dask_tra.tra import Aggregate, Join
+
+    a, b, x, y = arrays
+    z = expression(x, y)
+    plan, _ = z.planned()
+    made = []
+    for cls in (Join, Aggregate):
+        real = cls.__init__
+        monkeypatch.setattr(cls, "__init__", lambda self, *args, _real=real: made.append(1) or _real(self, *args))
+    roots = plan.roots
+    assert made == [] and [r.type for r in roots] == [e.type for e in plan.exprs]
+    monkeypatch.undo()
+    np.testing.assert_allclose(z.compute(), reference(a, b), rtol=1e-12)

@@ -165,7 +165,9 @@ class Shuffle(_Move):
 class LocalJoin(IANode):
     """⋈L: join tuples that share a site; the output tuple stays on that site. With ``at``
     (output key -> site: a placement of every join group, as two-phase plans make), each output
-    tuple is made at its one site only, though its inputs may meet at others too."""
+    tuple is made at its one site only, though its inputs may meet at others too. ``like``: the
+    TRA join it computes (same keys and kernel), whose type is reused where the inputs' types
+    are its inputs' (``Expr.over``)."""
 
     kind = "localjoin"
     _parameters = ("left", "right", "left_keys", "right_keys", "kernel", "at")
@@ -178,12 +180,19 @@ class LocalJoin(IANode):
         right_keys: Iterable[int],
         kernel: Kernel,
         at: Mapping[Key, int] | None = None,
+        *,
+        like: tra.Join | None = None,
     ):
         super().__init__()
         self.at = at
         self.children, self.left, self.right = (left, right), left, right
         self.s = left.s
-        self.op = tra.Join(_placeholder(left.type), _placeholder(right.type), left_keys, right_keys, kernel)
+        ends = (_placeholder(left.type), _placeholder(right.type))
+        left_keys, right_keys = tuple(left_keys), tuple(right_keys)
+        if like is not None and (like.left_keys, like.right_keys, like.kernel) == (left_keys, right_keys, kernel):
+            self.op = like.over(*ends)  # the TRA join it computes: its type, in O(1) over the same input types
+        else:
+            self.op = tra.Join(*ends, left_keys, right_keys, kernel)
         self.left_keys, self.right_keys, self.kernel = self.op.left_keys, self.op.right_keys, kernel
         self.type = self.op.type
         self._kl = left.type.key_arity
@@ -226,7 +235,8 @@ def _one_origin_per_site(key: Key, copies: Iterable[tuple[int, Any]], node: IANo
 
 
 class LocalAggregate(IANode):
-    """ΣL: group the tuples at each site by key dims and fold them (or concatenate, for Concat)."""
+    """ΣL: group the tuples at each site by key dims and fold them (or concatenate, for Concat).
+    ``like``: the TRA aggregation it computes (same group dims and kernel), as ``LocalJoin``'s."""
 
     kind = "localagg"
     _parameters = ("child", "group_by", "kernel", "concat")
@@ -239,6 +249,8 @@ class LocalAggregate(IANode):
         group_by: Iterable[int] | None = None,
         kernel: Kernel | None = None,
         concat: Sequence | None = None,
+        *,
+        like: tra.Aggregate | None = None,
     ):
         super().__init__()
         self.children, self.child, self.s = (child,), child, child.s
@@ -250,8 +262,13 @@ class LocalAggregate(IANode):
             self.group_by = tuple(d for d in range(child.type.key_arity) if d != kd)
         else:
             # without ``concat``, ``group_by`` and ``kernel`` are given (Aggregate checks them)
-            self.op = tra.Aggregate(_placeholder(child.type), cast(Iterable[int], group_by), cast(Kernel, kernel))
-            self.group_by = self.op.group_by
+            group_by = tuple(cast(Iterable[int], group_by))
+            op: tra.Aggregate
+            if like is not None and (like.group_by, like.kernel) == (group_by, kernel):
+                op = like.over(_placeholder(child.type))  # the TRA aggregation it computes, O(1)
+            else:
+                op = tra.Aggregate(_placeholder(child.type), group_by, cast(Kernel, kernel))
+            self.op, self.group_by = op, op.group_by
         self.type = self.op.type
         self._members: dict[tuple[Key, int], list[tuple[Key, Any]]] | None = None
 

@@ -96,15 +96,16 @@ def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
 
 
 def finish_aggregate(
-    child: IANode, group_by: Sequence[int], kernel: Kernel, two_phase_ok: bool = True
+    child: IANode, group_by: Sequence[int], kernel: Kernel, two_phase_ok: bool = True, like=None
 ) -> tuple[LocalAggregate, Strategy]:
     """ΣL after whatever layout ``child`` has: local (R2-4), two-phase (R2-5) or shuffle first;
-    with the aggregate-alone strategy that is (``Local()``, ``PreAggregate()``, ``Repartition()``)."""
+    with the aggregate-alone strategy that is (``Local()``, ``PreAggregate()``, ``Repartition()``).
+    ``like``: the TRA aggregation computed (``LocalAggregate``'s)."""
     if partitioned_by(child, group_by):
-        return LocalAggregate(child, group_by, kernel), Local()
+        return LocalAggregate(child, group_by, kernel, like=like), Local()
     single = all(len(cs) == 1 for cs in child.copies.values())  # replicas would be folded twice
     if two_phase_ok and single and kernel.associative and kernel.commutative:
-        pre = LocalAggregate(child, group_by, kernel)
+        pre = LocalAggregate(child, group_by, kernel, like=like)
         g = tuple(range(len(group_by)))
         if partitioned_by(pre, g):
             return pre, Local()

@@ -377,7 +377,7 @@ class IAMover:
     def join(self, left, right, at, strategy) -> LocalJoin:
         j = self.j
         if not self.replicated:
-            return LocalJoin(left, right, j.left_keys, j.right_keys, j.kernel)
+            return LocalJoin(left, right, j.left_keys, j.right_keys, j.kernel, like=j)
         lp, rp = self.pos  # join on the output dims both sides hold
         common = [d for d in lp if d in rp]
         return LocalJoin(left, right, [lp.index(d) for d in common], [rp.index(d) for d in common], j.kernel)
@@ -410,7 +410,8 @@ class IASummer(IAMover):
     def join(self, left, right, at, strategy):
         if isinstance(at, TwoPhasePlan):
             return two_phase.joined(self.agg, left, right, at)
-        return finish_aggregate(super().join(left, right, at, strategy), self.agg.group_by, self.agg.kernel)[0]
+        products = super().join(left, right, at, strategy)
+        return finish_aggregate(products, self.agg.group_by, self.agg.kernel, like=self.agg)[0]
 
 
 class IAAggregator:
@@ -444,11 +445,11 @@ class IAAggregator:
         return all(len(cs) == 1 for cs in x.copies.values())
 
     def aggregate(self, x: IANode, strategy, at: Grid | None = None) -> IANode:
-        return LocalAggregate(x, self.agg.group_by, self.agg.kernel)
+        return LocalAggregate(x, self.agg.group_by, self.agg.kernel, like=self.agg)
 
     def pre_aggregate(self, x: IANode, strategy) -> IANode:
         k = self.agg.kernel
-        pre = LocalAggregate(x, self.agg.group_by, k)
+        pre = LocalAggregate(x, self.agg.group_by, k, like=self.agg)
         g = tuple(range(len(self.agg.group_by)))
         return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier)), g, k)
 
