@@ -218,3 +218,24 @@ def test_the_local_ia_plan_reuses_the_tra_types(arrays, monkeypatch):
     assert made == [] and [r.type for r in roots] == [e.type for e in plan.exprs]
     monkeypatch.undo()
     np.testing.assert_allclose(z.compute(), reference(a, b), rtol=1e-12)
+
+
+def test_a_registered_operator_is_chosen_locally_with_no_costing(arrays, monkeypatch):
+    """A Concat (a rechunk's merge) names its one-site strategy by its own rule (``local``),
+    so the local plan still costs nothing until read, and costs it as the search would."""
+    from dask_tra.tra import Concat
+
+    a, _, x, _ = arrays
+    z = x.rechunk((23, 17)).sum(0)
+    made = []
+    real = sys.modules["dask_tra.optimizer.local"].local_cand
+    monkeypatch.setattr(
+        sys.modules["dask_tra.optimizer.local"], "local_cand", lambda *args: made.append(1) or real(*args)
+    )
+    cache.clear()
+    plan, _ = z.planned()
+    concats = [alt for alt in chosen(plan.alts) if isinstance(alt.node, Concat)]
+    assert concats and made == []
+    assert plan.cost.tasks > 0 and len(made) == sum(1 for alt in chosen(plan.alts) if alt.inputs)
+    assert all(plan.cands[id(alt)].strategy.name == alt.strategy for alt in concats)
+    np.testing.assert_allclose(z.compute(), a.sum(0), rtol=1e-12)

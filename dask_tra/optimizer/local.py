@@ -65,13 +65,14 @@ def local_cand(node, kind: str, views) -> tuple[str, Cand]:
     """(strategy name, its exact costing on one site, tagged with its strategy) for ``node`` over
     its inputs' ``views`` (``search.views_of``); the same numbers as ``search.candidates(..., s=1,
     only=cand.strategy)``."""
-    strategy = local_strategy(node, kind)
-    if strategy is None:
-        op = operators.lookup(node)
-        assert op is not None  # local_strategy names every other operator's strategy
+    strategy = local_strategy(node, kind, [v.free for v in views])
+    own = kind not in CONTRACTION_KINDS and not isinstance(node, (tra.Join, tra.Aggregate))
+    if own and (op := operators.lookup(node)) is not None:  # a registered operator costs itself
         made = op.costs(node, *views, 1, None)
-        strategy = min(made, key=lambda st: (st.preference, st.name))
+        strategy = strategy or min(made, key=lambda st: (st.preference, st.name))
         cand = made[strategy]
+    elif strategy is None:
+        raise TRAError(f"{node.describe()}: no local strategy for {type(node).__name__}")
     elif kind in CONTRACTION_KINDS:
         cand = _contraction(node, *views)
     elif isinstance(node, tra.Join):
@@ -86,17 +87,18 @@ def local_cand(node, kind: str, views) -> tuple[str, Cand]:
     return strategy.name, cand
 
 
-def local_strategy(node, kind: str) -> Strategy | None:
-    """The strategy the search ranks first for ``node`` on one site, named without costing it;
-    None for a registered operator (its first strategy can depend on its input's layout)."""
+def local_strategy(node, kind: str, free: list[bool]) -> Strategy | None:
+    """The strategy the search ranks first for ``node`` on one site, named without costing it
+    (``free``: whether each input is free); None where only its costing tells (a registered
+    operator with no ``local`` rule)."""
     if kind in CONTRACTION_KINDS:
         return Bmm("left")  # each product where its right block is, summed per output block
     if isinstance(node, tra.Join):
         return Copart() if node.left_keys else Bcast("left")
     if isinstance(node, tra.Aggregate):
         return Local()
-    if operators.lookup(node) is not None:
-        return None
+    if (op := operators.lookup(node)) is not None:
+        return None if op.local is None else op.local(node, *free)
     if isinstance(node, tra.TupleMap):
         return Local()
     raise TRAError(f"{node.describe()}: no strategies for operator {type(node).__name__} (optimizer/operators)")
@@ -222,8 +224,8 @@ def choose_local(placements, order) -> dict[int, Alt]:
             alts[id(node)] = input_alt(node, 1, placements or {})
             continue
         kind = kind_of(node)
-        strategy = local_strategy(node, kind)
         combo = tuple(alts[id(c)] for c in inputs_of(node, kind))
+        strategy = local_strategy(node, kind, [a.free for a in combo])
         # no layout until costed: nothing reads it before (the IA build reads the strategy)
         alts[id(node)] = Alt(node, strategy.name if strategy else "", combo, Chosen(strategy), None)  # type: ignore[arg-type]
     return alts

@@ -28,14 +28,19 @@ from typing import Any
 class Operator:
     plans: Callable[..., dict]  # (node, *input Alts) -> {registry.Strategy: IA root}
     costs: Callable[..., dict]  # (node, *input Views, s, only) -> {registry.Strategy: Cand}
+    # (node, *whether each input is free) -> the strategy ``costs`` ranks first on one site, named
+    # without costing (a local plan); None: the local plan costs the operator to choose
+    local: Callable[..., Any] | None = None
 
 
 _REGISTRY: dict[type, Operator] = {}
 
 
-def register(op: type, plans: Callable[..., dict], costs: Callable[..., dict]) -> None:
+def register(
+    op: type, plans: Callable[..., dict], costs: Callable[..., dict], local: Callable[..., Any] | None = None
+) -> None:
     """Plan the TRA operator class ``op`` (and its subclasses) by these strategies."""
-    _REGISTRY[op] = Operator(plans, costs)
+    _REGISTRY[op] = Operator(plans, costs, local)
 
 
 _loaded = False

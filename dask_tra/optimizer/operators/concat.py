@@ -54,4 +54,9 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
     }
 
 
-register(Concat, plans, costs)
+def local(node: Concat, child_free: bool):
+    """On one site every group sits on one site: ``local`` unless the input is free."""
+    return Repartition() if child_free else Local()
+
+
+register(Concat, plans, costs, local)
