@@ -158,3 +158,26 @@ def test_a_node_over_inputs_of_its_own_types_is_copied_with_its_type(monkeypatch
     other = Input("B", wide)
     k2 = j.over(other, other)  # another chunking: the constructor infers the type again
     assert made == [1] and k2.type.frontier == (1, 2)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_a_filter_keeps_the_keys_its_predicate_keeps(frontier, data):
+    """A conjunction of one-dim predicates (a slice's) keeps exactly the keys it accepts, in the
+    grid's order, as testing every key would."""
+    from dask_tra.tra import Filter
+    from dask_tra.tra.kernels import Bound
+    from dask_tra.tra.keyfuncs import KeyPred, dims_in
+
+    frontier = tuple(frontier)
+    x = np.zeros(frontier)
+    t, _ = split(x, (1,) * len(frontier))
+    pred = None
+    for _ in range(data.draw(st.integers(1, 3))):
+        d = data.draw(st.integers(0, len(frontier) - 1))
+        keep = frozenset(data.draw(st.sets(st.integers(0, frontier[d] - 1))))
+        part = KeyPred(Bound(dims_in, (d,), keep), f"in{d}", frozenset({d}))
+        pred = part if pred is None else KeyPred.conjunction(pred, part)
+    f = Filter(Input("X", t), pred)
+    want = [k for k in itertools.product(*(range(n) for n in frontier)) if pred(k)]
+    assert list(f.type.iter_keys()) == want if want else f.type.n_tuples == 0

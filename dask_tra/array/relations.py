@@ -136,9 +136,14 @@ class ParamSource(Source):
         self.chunks = {tuple(k): np.asarray(v, dtype=dtype) for k, v in chunks.items()}
         rank = np.ndim(next(iter(self.chunks.values()))) if self.chunks else 0
         axes = tuple(infer_axis({k: c.shape[i] for k, c in self.chunks.items()}, frontier) for i in range(rank))
+        items = sorted(self.chunks.items())
+        values = [v for _, v in items]
+        if values and all(v.shape == values[0].shape for v in values):  # hashed as two arrays
+            contents: tuple = (np.array([k for k, _ in items], np.int64), np.stack(values))
+        else:
+            contents = (items,)
         self.input = Input(
-            content_name(what, sorted(self.chunks.items()), frontier, np.dtype(dtype)),
-            RelationType(frontier, axes, np.dtype(dtype)),
+            content_name(what, *contents, frontier, np.dtype(dtype)), RelationType(frontier, axes, np.dtype(dtype))
         )
 
     def task(self, key):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 from collections.abc import Iterable
 from typing import Any, NoReturn, cast
@@ -413,8 +414,20 @@ def _kept(t: RelationType, predicate: KeyPred) -> list:
     """The keys of ``t`` that ``predicate`` keeps. A conjunction is tested part by part, each part
     once per value of the dims it reads (a slice of a 400-block array asks 20 times, not 400,
     through its chain of key maps)."""
+    parts = predicate.conjuncts()
+    if t.keys is None and t.key_arity and all(p.dims is not None and len(p.dims) == 1 for p in parts):
+        # dense, each part reading one dim: the kept values per dim, each asked once at a key
+        # of the grid, and their product (in the grid's order)
+        values = [list(range(f)) for f in t.frontier]
+        for pred in parts:
+            (d,) = pred.dims
+            if not all(values):
+                break
+            first = [v[0] for v in values]
+            values[d] = [v for v in values[d] if pred(tuple(first[:d] + [v] + first[d + 1 :]))]
+        return list(itertools.product(*values))
     kept = list(t.iter_keys())
-    for pred in predicate.conjuncts():
+    for pred in parts:
         if pred.dims is None:
             kept = [k for k in kept if pred(k)]
             continue
