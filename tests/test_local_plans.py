@@ -239,3 +239,19 @@ def test_a_registered_operator_is_chosen_locally_with_no_costing(arrays, monkeyp
     assert plan.cost.tasks > 0 and len(made) == sum(1 for alt in chosen(plan.alts) if alt.inputs)
     assert all(plan.cands[id(alt)].strategy.name == alt.strategy for alt in concats)
     np.testing.assert_allclose(z.compute(), a.sum(0), rtol=1e-12)
+
+
+def test_an_input_block_no_task_reads_is_never_made(monkeypatch):
+    """A slice of a transposed input plans whole input layouts; emission makes the task of an
+    input block only where a task reads it (1 of 400 here), not every block then culls."""
+    from dask_tra.runtime import emit
+
+    made = []
+    real = emit._input_task
+    monkeypatch.setattr(emit, "_input_task", lambda dk, spec: made.append(dk) or real(dk, spec))
+    a = np.arange(400.0 * 400).reshape(400, 400)
+    x = dt.from_array(a, chunks=20)  # no Client: its blocks are made by tasks
+    y = (x + x.T)[:10, :10]
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), (a + a.T)[:10, :10])
+    blocks = [dk for dk in made if dk[0].startswith("array")]  # (and the slice's one piece table)
+    assert len(blocks) == 1  # the one block both reads share

@@ -40,7 +40,9 @@ the plan's).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from dask._task_spec import GraphNode, convert_legacy_task
@@ -248,7 +250,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
             external.update(src.graph)
     ext_pins: dict[Any, int] = {}  # referenced external keys (lazy dask.array blocks) -> the site that reads them
     g = _Tasks()
-    avail: dict[tuple, Any] = {}  # (origin, site) -> dask key holding that chunk on that site
+    avail = _Avail()  # (origin, site) -> dask key holding that chunk on that site
     made: dict[tuple, Any] = {}  # (input name, key, site) -> dask key of an input block made there, read there only
     reads, fetched = set(), set()  # input keys read by key; lazy blocks fetched by a second site
     home: dict[Any, set[int]] = {}  # input key read by key -> the sites holding it
@@ -265,6 +267,20 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         if len(root.copies) == sum(len(cs) for cs in root.copies.values()):
             direct.setdefault(id(root), output_name)
     naming = Naming(walk, fused, products)
+
+    def place(node, key, site, origin, dk, spec):
+        """The dask key holding input ``node``'s block ``key`` on ``site``, its task made now."""
+        block = (node.input.name, tuple(key), site)
+        if block in made and origin not in moved:  # placed twice (two layouts): made once
+            return made[block]
+        g.add(dk, _input_task(dk, spec), [], site)
+        if getattr(node.input, "constant", False):
+            light.add(dk)  # a view of one value: it holds no memory of its own
+        if origin not in moved:
+            made[block] = dk
+        nbytes.at[dk] = (node.type, key)
+        return dk
+
     names = {}  # task name -> its node's ``Step``
     for step, node in enumerate(walk):  # a node's place in the plan, not its uid: equal plans, equal keys
         if node.uid in fused:
@@ -279,41 +295,35 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         for key, copies in node.copies.items():
             for site, origin in copies:
                 inner = (plan_name,) + tuple(key) + (site,)  # a fold tree's inner tasks: this + (level, i)
-                if (origin, site) in avail:
+                if avail.known((origin, site)):
                     continue
                 if isinstance(node, (Broadcast, Shuffle)):  # a dependency, not a task
-                    avail[(origin, site)] = avail[(origin, origin[2])]
+                    avail.later[(origin, site)] = partial(avail.__getitem__, (origin, origin[2]))
                     continue
                 dk = (name,) + tuple(key) if output_name is not None else (name,) + tuple(key) + (site,)
                 if isinstance(node, Placed):
                     spec = sources[node.input.name].task(key)
-                    if isinstance(spec, Ref):  # read by its key
-                        avail[(origin, site)] = spec.key
-                        reads.add(spec.key)
-                        home.setdefault(spec.key, set()).add(site)
-                        nbytes.at[spec.key] = (node.type, key)
-                        if (
-                            spec.key in external
-                            and not is_future(external[spec.key])
-                            and ext_pins.setdefault(spec.key, site) != site
-                        ):
-                            remade = _remade_here(Alias(dk, spec.key), external)
-                            if not isinstance(remade, Alias):  # its own task again, on this site
-                                g.add(dk, remade, [], site)
-                                avail[(origin, site)] = dk
-                            else:
-                                fetched.add(spec.key)
+                    if not isinstance(spec, Ref):  # made when first read: a block no task reads is never made
+                        avail.later[(origin, site)] = partial(place, node, key, site, origin, dk, spec)
                         continue
-                    block = (node.input.name, tuple(key), site)
-                    if block in made and origin not in moved:  # placed twice (two layouts): made once
-                        avail[(origin, site)] = made[block]
-                        continue
-                    g.add(dk, _input_task(dk, spec), [], site)
-                    if getattr(node.input, "constant", False):
-                        light.add(dk)  # a view of one value: it holds no memory of its own
-                    if origin not in moved:
-                        made[block] = dk
-                elif node.uid in fused.values():
+                    # read by its key (pinned, in plan order, where the plan places it first)
+                    avail[(origin, site)] = spec.key
+                    reads.add(spec.key)
+                    home.setdefault(spec.key, set()).add(site)
+                    nbytes.at[spec.key] = (node.type, key)
+                    if (
+                        spec.key in external
+                        and not is_future(external[spec.key])
+                        and ext_pins.setdefault(spec.key, site) != site
+                    ):
+                        remade = _remade_here(Alias(dk, spec.key), external)
+                        if not isinstance(remade, Alias):  # its own task again, on this site
+                            g.add(dk, remade, [], site)
+                            avail[(origin, site)] = dk
+                        else:
+                            fetched.add(spec.key)
+                    continue
+                if node.uid in fused.values():
                     _join_fold_tree(g, dk, node, key, site, avail, nbytes, light, products[node.child.uid], inner)
                 elif _is_fold(node, key, site):
                     _fold_tree(g, dk, node, key, site, avail, nbytes, light, inner)
@@ -436,6 +446,23 @@ class Moves:
                 if site not in where:
                     sent.add((r, site))
         return sum(self.nbytes.get(r, 0) for r, _ in sent)
+
+
+class _Avail(dict):
+    """(origin, site) -> the dask key holding that chunk on that site. An entry may wait in
+    ``later`` until first read (an input block's task, a move, a relabel): what no task reads is
+    never made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.later: dict[tuple, Callable[[], Any]] = {}
+
+    def __missing__(self, where: tuple) -> Any:
+        made = self[where] = self.later.pop(where)()
+        return made
+
+    def known(self, where: tuple) -> bool:
+        return where in self or where in self.later
 
 
 MAX_DEPTH = 32  # fused tasks nest: they run and pickle recursively, so long chains are cut
@@ -640,8 +667,8 @@ def _input_task(dk, spec):
 
 
 def _relabel(node, src_key, site, origin, avail):
-    """No task: the relabelled copy is read under its source's key."""
-    avail[(origin, site)] = avail[(_origin_at(node.child, src_key, site), site)]
+    """No task: the relabelled copy is read under its source's key (found when first read)."""
+    avail.later[(origin, site)] = partial(avail.__getitem__, (_origin_at(node.child, src_key, site), site))
 
 
 @TASK.register(LocalFilter)
