@@ -227,7 +227,10 @@ def final_costs(roots, s, rates):
     for alt in chosen(roots):
         if alt.inputs:
             present = totals.copies(alt.inputs)
-            cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, present, s, rates)
+            if _as_costed(alt.inputs, present):  # no input has copies beyond its layout
+                cand = alt.cand
+            else:
+                cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, present, s, rates)
             totals.add(alt, cand, _seen(alt.inputs, present))
         else:
             totals.present[id(alt)] = alt.layout
@@ -315,6 +318,12 @@ class _Totals:
             tuple(float(b) for b in self.site_sent),
             dict(self.terms),
         )
+
+
+def _as_costed(inputs, present) -> bool:
+    """Whether every input is where the search costed it (its layout, no copies other operators
+    moved): the search's costing of the operator is then its exact one."""
+    return all(a.free or present[id(a)] is a.layout or np.array_equal(present[id(a)], a.layout) for a in inputs)
 
 
 def _one_candidate(node, strategy, cand, inputs, present, s, rates):
