@@ -255,3 +255,24 @@ def test_an_input_block_no_task_reads_is_never_made(monkeypatch):
     np.testing.assert_array_equal(y.compute(scheduler="sync"), (a + a.T)[:10, :10])
     blocks = [dk for dk in made if dk[0].startswith("array")]  # (and the slice's one piece table)
     assert len(blocks) == 1  # the one block both reads share
+
+
+def test_the_cycle_collector_pauses_while_planning_only(arrays, monkeypatch):
+    """Planning and emitting run with Python's cycle collector paused, and leave it as it was."""
+    import gc
+
+    from dask_tra.runtime import collection
+
+    _, _, x, y = arrays
+    seen = []
+    real = collection.plan_many
+    monkeypatch.setattr(collection, "plan_many", lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    assert gc.isenabled()
+    expression(x, y).compute()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        (x + 1).sum().compute()
+        assert seen == [False, False] and not gc.isenabled()  # the user's setting kept
+    finally:
+        gc.enable()
