@@ -309,7 +309,9 @@ class LocalFilter(IANode):
         self.type = self.op.type
 
     def _compute_copies(self) -> dict[Any, Any]:
-        return {k: cs for k, cs in self.child.copies.items() if self.op.predicate(k)}
+        """The child's copies of the keys the filter keeps (its type holds them)."""
+        copies = self.child.copies
+        return {k: copies[k] for k in self.type.iter_keys() if k in copies}
 
     def describe(self) -> str:
         return f"LocalFilter({self.op.predicate})"

@@ -38,6 +38,8 @@ def signature(node: IANode) -> tuple:
 
 def has_placement(node: IANode, placement: Placement) -> bool:
     f, s = node.type.frontier, node.s
+    if s == 1:  # every tuple, made once, on the one site
+        return True
     return all(
         len({o for _, o in cs}) == 1 and {t for t, _ in cs} == set(placement.sites(k, f, s))
         for k, cs in node.copies.items()
@@ -85,6 +87,8 @@ def align(alt: Alt, target: IANode, target_keys: Sequence[int], alt_keys: Sequen
 
 def partitioned_by(node: IANode, dims: Sequence[int]) -> bool:
     """True when all tuples agreeing on key[dims] sit on one common site, once each."""
+    if node.s == 1:  # every tuple, made once, on the one site
+        return True
     home: dict[tuple[int, ...], int] = {}
     for k, cs in node.copies.items():
         sites = {t for t, _ in cs}
