@@ -17,7 +17,7 @@ from dask_tra.array.relations import wrap
 from dask_tra.ia import execute, project
 from dask_tra.optimizer import operators, plan
 from dask_tra.optimizer.candidates import per_tuple as per_tuple_costs
-from dask_tra.optimizer.layout import Alt as IAAlt
+from dask_tra.optimizer.layout import Built
 from dask_tra.optimizer.operators import concat as concat_op
 from dask_tra.optimizer.operators.registry import Local
 from dask_tra.optimizer.strategies import per_tuple as per_tuple_plans
@@ -196,7 +196,7 @@ def _merge_reference(node, rel):
 
 def _merge_plans(node, child):
     split = per_tuple_plans(node.split, child)[Local()]
-    return concat_op.plans(node.concat_over(Input("_", node.split.type)), IAAlt(split))
+    return concat_op.plans(node.concat_over(Input("_", node.split.type)), Built(split))
 
 
 def _merge_costs(node, child, s, only=None):

@@ -13,7 +13,7 @@ from ..tra import expr as tra
 from ..tra.errors import TRAError
 from . import operators
 from . import strategies as S
-from .layout import Alt as IAAlt
+from .layout import Built
 from .operators.registry import OperatorKind, operator_kind
 from .search import chosen, inputs_of
 
@@ -25,14 +25,12 @@ def build(roots, s) -> list:
         node = alt.node
         if isinstance(node, tra.Input):
             if alt.placement is not None:
-                made[id(alt)] = IAAlt(Placed(node, SiteMap(alt.placement), s), free=False, strategy="placed")
+                made[id(alt)] = Built(Placed(node, SiteMap(alt.placement), s))
             else:
-                made[id(alt)] = IAAlt(
-                    Placed(node, part(range(node.type.key_arity), node.type.frontier), s), free=True, strategy="free"
-                )
+                made[id(alt)] = Built(Placed(node, part(range(node.type.key_arity), node.type.frontier), s), free=True)
             continue
         kids = [made[id(a)] for a in alt.inputs]
-        made[id(alt)] = IAAlt(_one(node, alt, kids, s), strategy=alt.strategy)
+        made[id(alt)] = Built(_one(node, alt, kids, s))
     return [made[id(r)].node for r in roots]
 
 

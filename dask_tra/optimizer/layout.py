@@ -1,13 +1,14 @@
 """Getting a planned relation where a strategy needs it, moving as little as possible.
 
-An ``Alt`` is one way to compute a TRA node: an IA sub-plan plus whether it is a free
-input (not yet placed: a strategy may lay it out as it likes at no cost).
+A ``Built`` is a TRA node's IA sub-plan as the plan builder made it, with whether it is a free
+input (not yet placed: a strategy may lay it out as it likes at no cost). The search's
+alternatives, costed, are ``search.Alt``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part
@@ -18,12 +19,9 @@ from .operators.registry import Local, PreAggregate, Repartition, Strategy
 
 
 @dataclass
-class Alt:
+class Built:
     node: IANode
     free: bool = False
-    strategy: str = ""
-    notes: dict = field(default_factory=dict)  # tra node id -> (node, kind, strategy, candidates, cost)
-    cost: object = None
 
 
 def sites_of(node: IANode) -> dict:
@@ -46,7 +44,7 @@ def has_placement(node: IANode, placement: Placement) -> bool:
     )
 
 
-def place(alt: Alt, placement: Placement) -> IANode:
+def place(alt: Built, placement: Placement) -> IANode:
     """``alt`` laid out by ``placement``: re-placed if free, unchanged if already there, else shuffled."""
     node = alt.node
     if alt.free:  # a free alternative is an input not yet placed
@@ -56,7 +54,7 @@ def place(alt: Alt, placement: Placement) -> IANode:
     return Shuffle(node, placement)
 
 
-def broadcast(alt: Alt, partners: tuple | None = None) -> IANode:
+def broadcast(alt: Built, partners: tuple | None = None) -> IANode:
     """Every tuple of ``alt`` to every site (a free input is first made by PART(all dims)).
 
     With ``partners = (target, target_keys, alt_keys)``, only to the sites where the join's
@@ -79,7 +77,7 @@ def _partner_sites(node: IANode, target: IANode, target_keys: Sequence[int], key
     return {k: tuple(sorted(want.get(tuple(k[d] for d in keys), ()))) or (0,) for k in node.type.iter_keys()}
 
 
-def align(alt: Alt, target: IANode, target_keys: Sequence[int], alt_keys: Sequence[int]) -> IANode:
+def align(alt: Built, target: IANode, target_keys: Sequence[int], alt_keys: Sequence[int]) -> IANode:
     """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it joins with
     (``target_keys`` of the target's key equal ``alt_keys`` of ours)."""
     return place(alt, SiteMap(_partner_sites(alt.node, target, target_keys, alt_keys)))
@@ -119,7 +117,7 @@ def finish_aggregate(
 
 
 __all__ = [
-    "Alt",
+    "Built",
     "ALL",
     "place",
     "broadcast",

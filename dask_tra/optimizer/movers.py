@@ -35,7 +35,7 @@ from . import twophase_strategy as two_phase
 from .contraction import Bmm, TwoPhase
 from .cost import evaluate_cost
 from .join_alone import output_dims
-from .layout import Alt, align, broadcast, finish_aggregate, partitioned_by, place
+from .layout import Built, align, broadcast, finish_aggregate, partitioned_by, place
 from .operators.base import AggregateMover, ContractionMover, Mover, TwoPhaseMover
 from .symbolic import (
     Cand,
@@ -330,9 +330,9 @@ class SymbolicAggregator:
 
 
 class IAMover:
-    """A strategy body built: handles are IA nodes, over the inputs' ``layout.Alt``s."""
+    """A strategy body built: handles are IA nodes, over the inputs' ``layout.Built``s."""
 
-    def __init__(self, join, alts: tuple[Alt, ...]):
+    def __init__(self, join, alts: tuple[Built, ...]):
         self.j, self.alts = join, tuple(alts)
         self.dims = (output_dims(join, 0), output_dims(join, 1))  # the output dim of each input dim
         self.pos = list(self.dims)  # ... and where each moved input's dims are (``replicate``)
@@ -415,9 +415,9 @@ class IASummer(IAMover):
 
 
 class IAAggregator:
-    """An aggregation's body built: handles are IA nodes over its input's ``layout.Alt``."""
+    """An aggregation's body built: handles are IA nodes over its input's ``layout.Built``."""
 
-    def __init__(self, agg, alt: Alt):
+    def __init__(self, agg, alt: Built):
         self.agg, self.alt = agg, alt
 
     def free(self, i: int) -> bool:
@@ -435,7 +435,7 @@ class IAAggregator:
     def held(self, i: int) -> IANode:
         if self.alt.free:
             t = self.alt.node.type
-            self.alt = Alt(place(self.alt, part(range(t.key_arity), t.frontier)))  # now placed
+            self.alt = Built(place(self.alt, part(range(t.key_arity), t.frontier)))  # now placed
         return self.alt.node
 
     def grouped(self, x: IANode) -> bool:

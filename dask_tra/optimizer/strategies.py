@@ -30,26 +30,26 @@ from collections.abc import Callable
 from ..ia import LocalFilter, part
 from ..ia.nodes import local_map
 from ..tra import expr as tra
-from .layout import Alt, place
+from .layout import Built, place
 from .movers import IAAggregator, IAMover, IASummer, ia_bytes
 from .operators.base import OperatorKind, run
 from .operators.registry import PREFERENCE, Local, Strategy, is_contraction, partition_vectors
 
 
-def contraction(agg, left: Alt, right: Alt, s: int, only: Strategy | None = None) -> dict:
+def contraction(agg, left: Built, right: Built, s: int, only: Strategy | None = None) -> dict:
     """{strategy: IA root of the Aggregate} for each applicable strategy (``only``: those it
     admits; ``Bmm()`` broadcasts the side that moves fewer bytes, ``Bmm(side)`` that side)."""
     return run(agg, OperatorKind.CONTRACTION, s, lambda: IASummer(agg, (left, right), s), ia_bytes, only)
 
 
-def join_alone(join, left: Alt, right: Alt, only: Strategy | None = None) -> dict:
+def join_alone(join, left: Built, right: Built, only: Strategy | None = None) -> dict:
     """{strategy: IA sub-plan} for a join alone built by an ``IAMover``; ``only``: the
     strategies it admits alone (``build`` expands the chosen one: each LocalJoin types its
     result)."""
     return run(join, OperatorKind.JOIN, left.node.s, lambda: IAMover(join, (left, right)), ia_bytes, only)
 
 
-def aggregate_alone(agg, child: Alt, only: Strategy | None = None) -> dict:
+def aggregate_alone(agg, child: Built, only: Strategy | None = None) -> dict:
     """{strategy: IA sub-plan} for an aggregation alone (``only``: the strategies it admits)."""
     return run(agg, OperatorKind.AGGREGATE, child.node.s, lambda: IAAggregator(agg, child), ia_bytes, only)
 
@@ -65,7 +65,7 @@ PLANS: dict[OperatorKind, Callable[..., dict]] = {
 }
 
 
-def per_tuple(node, child: Alt, only: Strategy | None = None) -> dict:
+def per_tuple(node, child: Built, only: Strategy | None = None) -> dict:
     """A tuple map (ReKey, Filter, Transform, Tile, ...): run where the tuples are."""
     base = (
         child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))

@@ -34,7 +34,7 @@ from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap
 from ..ia.nodes import IANode
 from .contraction import TwoPhase
 from .cost import Rates
-from .layout import Alt, has_placement
+from .layout import Built, has_placement
 from .symbolic import Cand, Detail, cell_flops, key_bytes, key_elements, present_keys
 from .twophase import Lineage, Problem, TwoPhasePlan, evaluate, evaluate_placement, greedy, lineage, problem, static
 
@@ -221,7 +221,7 @@ def _balance(site_flops) -> float:
     return float(f.max() / f.mean()) if f.size and f.mean() > 0 else 1.0
 
 
-def send_side(alt: Alt, i: int, s: int, plan: TwoPhasePlan) -> IANode:
+def send_side(alt: Built, i: int, s: int, plan: TwoPhasePlan) -> IANode:
     """Input ``i`` (``alt``) with each tuple at the sites of its join groups (a free one made
     first at its home)."""
     t = alt.node.type

@@ -8,13 +8,13 @@ import numpy as np
 
 from ...ia import LocalAggregate, part
 from ...tra.expr import Concat
-from ..layout import Alt, partitioned_by, place
+from ..layout import Built, partitioned_by, place
 from ..symbolic import Cand, Detail, Moves, grid_layout, key_bytes, reduce_to, single
 from . import register
 from .registry import Local, Repartition
 
 
-def plans(node: Concat, child: Alt) -> dict:
+def plans(node: Concat, child: Built) -> dict:
     kd = node.key_dim
     others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
     if not child.free and partitioned_by(child.node, others):
