@@ -11,10 +11,13 @@ takes its own first strategy. Each is costed exactly, in closed form (``local_ca
 block at site 0, no byte moved, the operator's flops, one task per result block it makes (none
 for a per-tuple map: emission fuses it into its reader); emission fuses maximally as always.
 
-Cost: one strategy per operator, no candidate search (``search.candidates`` is never called),
-each costed in a few vectorised passes over the operator's blocks (its one-site layout
-column). ``tests/test_local_plans.py`` checks every closed form against the search's own
-costing on one site, and the plan's cost against the searched plan's.
+Cost: one strategy per operator, no candidate search (``search.candidates`` is never called).
+``choose_local`` names every operator's strategy in O(1) (``local_strategy``; a registered
+operator by its own ``local`` rule), which is all the IA build needs; ``cost_local`` costs each
+in a few vectorised passes over its blocks (its one-site layout column), when the plan's cost
+is first read (``Plan.cost``: ``explain()``, ``measure()``) or, under a memory limit, at once.
+``tests/test_local_plans.py`` checks every closed form against the search's own costing on one
+site, and the plan's cost against the searched plan's.
 """
 
 from __future__ import annotations
