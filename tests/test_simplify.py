@@ -68,6 +68,12 @@ def _merge_filters(x, draw):
     return Filter(Filter(x.expr, prefix(0, draw(st.integers(0, 3)))), prefix(1, draw(st.integers(0, 3))))
 
 
+def _filter_into_input(x, draw):
+    """A block of the input, maybe behind a hole (its type block-sparse), or its first rows."""
+    pred = block(0, draw(st.integers(0, 3))) if draw(st.integers(0, 1)) else prefix(0, draw(st.integers(0, 3)))
+    return Filter(x.expr, pred)
+
+
 def _filter_through_rekey(x, draw):
     return Filter(ReKey(x.expr, swap), prefix(draw(st.integers(0, 1)), draw(st.integers(0, 3))))
 
@@ -101,6 +107,8 @@ def _merge_rekeys(x, draw):
 
 
 def _drop_identity_rekey(x, draw):
+    if draw(st.integers(0, 1)) == 1:  # a renumbering that keeps every block where it was
+        return ReKey(x.expr, KeyMap.renumbering(0, {i: i for i in range(x.expr.type.frontier[0])}, 2))
     return ReKey(x.expr, KeyMap.selecting((0, 1)))
 
 
@@ -116,6 +124,7 @@ BUILDERS = {
     f.__name__.strip("_"): f
     for f in (
         _merge_filters,
+        _filter_into_input,
         _filter_through_rekey,
         _relabel_through_transform,
         _filter_through_join,
@@ -388,6 +397,27 @@ def test_a_slice_graph_holds_only_the_tasks_its_blocks_need():
     graph = dict(x.T.T[:5, :5].__dask_graph__())
     tasks = [k for k, v in graph.items() if not hasattr(v, "value")]  # data nodes aside
     assert len(tasks) <= 2, sorted(graph)
+
+
+def test_a_filtered_input_is_planned_and_emitted_as_its_kept_blocks_only():
+    """σ over an input becomes the input's kept blocks: the plan places one block row of 20
+    and the emitted graph asks the source for that row's two blocks alone."""
+    a = np.arange(400.0 * 40).reshape(400, 40)
+    x = da.from_array(a, chunks=20)  # 20 x 2 blocks
+    y = x[250:255]
+    (name,) = x.sources
+    (after,) = simplify([y.expr])
+    (leaf,) = [n for n in walk_many([after]) if getattr(n, "name", None) == name]
+    assert leaf.type.n_tuples == 2 and leaf.whole is x.expr.type
+    src = x.sources[name]
+    asked = []
+    task = src.task
+    src.task = lambda key: asked.append(key) or task(key)
+    try:
+        np.testing.assert_array_equal(y.compute(scheduler="sync"), a[250:255])
+    finally:
+        del src.task
+    assert set(asked) == {(12, 0), (12, 1)}
 
 
 def test_a_transpose_keeps_its_key_table_exact():

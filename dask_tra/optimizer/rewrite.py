@@ -68,6 +68,14 @@ def _merge_filters(node: Any, sole: Sole) -> Expr | None:
     return None
 
 
+def _filter_into_input(node: Any, sole: Sole) -> Expr | None:
+    """σ over an input is the input's kept blocks read alone: planned and emitted as such, the
+    blocks it drops are never looked at (a slice of a 400-block input reads one)."""
+    if isinstance(node, tra.Filter) and isinstance(node.child, tra.Input):
+        return node.child.part_of(node.type)
+    return None
+
+
 def _filter_through_rekey(node: Any, sole: Sole) -> Expr | None:
     if isinstance(node, tra.Filter) and isinstance(node.child, tra.ReKey):
         rekey = node.child
@@ -154,9 +162,21 @@ def _merge_rekeys(node: Any, sole: Sole) -> Expr | None:
 
 
 def _drop_identity_rekey(node: Any, sole: Sole) -> Expr | None:
-    if isinstance(node, tra.ReKey) and all(k == v for k, v in node.sources.items()):
+    if isinstance(node, tra.ReKey) and _is_identity(node):
         return node.child
     return None
+
+
+def _is_identity(node: tra.ReKey) -> bool:
+    """Whether the ReKey maps every key to itself: in closed form where its map declares what it
+    does (a transpose's table is not built to be found not to be one)."""
+    fn, arity = node.key_fn, node.child.type.key_arity
+    if fn.select is not None:
+        return fn.select == tuple(range(arity))
+    if fn.renumbers is not None and isinstance(fn.fn, Bound) and node.child.type.keys is None:
+        table = fn.fn.params[1]
+        return all(table.get(i) == i for i in range(node.child.type.frontier[fn.renumbers]))
+    return all(k == v for k, v in node.sources.items())
 
 
 def _fuse_transforms(node: Any, sole: Sole) -> Expr | None:
@@ -176,6 +196,7 @@ RULES: tuple[Rule, ...] = tuple(
     Rule(fn.__name__.strip("_"), fn, on)
     for fn, on in (
         (_merge_filters, tra.Filter),
+        (_filter_into_input, tra.Filter),
         (_filter_through_rekey, tra.Filter),
         (_relabel_through_transform, tra.TupleMap),
         (_filter_through_join, tra.Filter),

@@ -160,6 +160,8 @@ def input_alt(node, s, placements) -> Alt:
     f = node.type.frontier
     if node.name in placements:
         mapping = {tuple(k): tuple(v) for k, v in placements[node.name].items()}
+        if node.whole is not None:  # the blocks this input reads of a placed relation
+            mapping = {k: mapping[k] for k in node.type.iter_keys()}
         return Alt(
             node,
             "placed",

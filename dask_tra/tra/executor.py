@@ -90,8 +90,8 @@ def _input(node: Input, inputs: Mapping[str, Mapping[Any, Any]]) -> Rel:
     if node.name not in inputs:
         raise TRAError(f"{node.describe()}: no data supplied")
     rel = {tuple(int(i) for i in k): v for k, v in inputs[node.name].items()}
-    check_relation(rel, node.type, node.describe())
-    return rel
+    check_relation(rel, node.whole or node.type, node.describe())
+    return rel if node.whole is None else {k: rel[k] for k in node.type.iter_keys()}
 
 
 @REFERENCE.register(TupleMap)

@@ -129,12 +129,18 @@ def _key_set(keys: set[tuple[int, ...]], frontier: tuple[int, ...]) -> frozenset
 
 class Input(Expr):
     """A named leaf relation (data supplied at execution). ``constant``: each chunk is one value
-    repeated, a read-only view that takes no memory (``zeros``, ``ones``, ``full``)."""
+    repeated, a read-only view that takes no memory (``zeros``, ``ones``, ``full``). ``whole``:
+    the named relation's type when this leaf reads only the blocks of ``type`` (a filtered
+    input, what the rewrite pass makes of σ over an input; its keys are the relation's own)."""
 
-    _parameters = ("name", "type", "constant")
+    _parameters = ("name", "type", "constant", "whole")
 
-    def __init__(self, name: str, type: RelationType, constant: bool = False):
-        self.name, self.type, self.constant = name, type, constant
+    def __init__(self, name: str, type: RelationType, constant: bool = False, whole: RelationType | None = None):
+        self.name, self.type, self.constant, self.whole = name, type, constant, whole
+
+    def part_of(self, type: RelationType) -> Input:
+        """This input's blocks of ``type`` (a filter's type: keys of this input, chunks alike)."""
+        return Input(self.name, type, self.constant, self.whole or self.type)
 
     def describe(self) -> str:
         return f"Input[{self.name}]"
