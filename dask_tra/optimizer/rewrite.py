@@ -182,7 +182,7 @@ def _is_identity(node: tra.ReKey) -> bool:
 def _fuse_transforms(node: Any, sole: Sole) -> Expr | None:
     if isinstance(node, tra.Transform) and isinstance(node.child, tra.Transform) and sole(node.child):
         outer, inner = node.kernel, node.child.kernel
-        return tra.Transform(node.child.child, outer.compose(inner) or Composed(outer, inner))
+        return tra.Transform.typed(node.child.child, outer.compose(inner) or Composed(outer, inner), node.type)
     return None
 
 
@@ -274,13 +274,17 @@ def same_work(old: Expr, new: Expr) -> Expr:
     return new
 
 
-def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> tuple[Expr, ...]:
+def common_subexpressions(
+    exprs: tuple[Expr, ...], memo: dict | None = None, readers: Counter | None = None
+) -> tuple[Expr, ...]:
     """``exprs`` with nodes that compute the same thing from the same inputs merged into one: by
     their content token where the array layer named them (``dag.TOKEN``: a digest of the node
     and everything below it, what equal array names rest on), else by ``content`` and their
-    merged children. ``memo`` (id -> (node, content)) carries contents from one call to the next."""
+    merged children. ``memo`` (id -> (node, content)) carries contents from one call to the next;
+    ``readers`` (id -> count) gets, for each node of the merged DAG, the operators reading it."""
     seen: dict[Any, Expr] = {}
     done: dict[int, Expr] = {}
+    counted: set[int] = set()
     memo = {} if memo is None else memo
     _seen.clear()
     for node in walk_many(exprs):  # children first
@@ -302,6 +306,9 @@ def common_subexpressions(exprs: tuple[Expr, ...], memo: dict | None = None) -> 
             if key is not None:
                 seen[key] = found
         done[id(node)] = found
+        if readers is not None and id(found) not in counted:
+            counted.add(id(found))
+            readers.update(id(c) for c in found.children)
     _seen.clear()
     return tuple(done[id(e)] for e in exprs)
 
@@ -333,6 +340,8 @@ def _cut_shared(exprs: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
     blocks renumbered (``keep_blocks``: the next pass moves that pair below the result) and
     numbered back, so each reader filters what it did. None when there is no such result."""
     order = walk_many(exprs)
+    if not any(isinstance(n, tra.Filter) for n in order):
+        return None
     readers: dict[int, list] = {}
     for node in order:
         for c in node.children:
@@ -370,10 +379,9 @@ def _box_cut(node: Expr, filters: list) -> Expr:
 
 def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Expr, ...]:
     memo: dict = {}
-    exprs = common_subexpressions(tuple(exprs), memo)
-    readers: Counter = Counter(id(e) for e in exprs)  # id -> operators (and roots) reading it
-    for node in walk_many(exprs):
-        readers.update(id(c) for c in node.children)
+    readers: Counter = Counter()  # id -> operators (and roots) reading it
+    exprs = common_subexpressions(tuple(exprs), memo, readers)
+    readers.update(id(e) for e in exprs)
     made: list[Expr] = []  # every node built here, alive so that no id is reused
     done: dict[int, Expr] = {}  # id -> the node simplified (a simplified node maps to itself)
     redirect: dict[int, Expr] = {}  # a node a rule rewrote -> its rewrite (simplified next)

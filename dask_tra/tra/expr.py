@@ -479,6 +479,14 @@ class Transform(TupleMap):
             self._fail(ChunkShapeError, str(e))
         self.type = RelationType(t.frontier, axes, kernel.out_dtype(t.dtype), kernel.out_backend(t.backend), t.keys)
 
+    @classmethod
+    def typed(cls, child: Expr, kernel: Kernel, type: RelationType) -> Transform:
+        """``Transform(child, kernel)`` of a known ``type``, not inferred again: for a rewrite
+        whose kernel computes exactly what a node of that type did (two maps fused into one)."""
+        new = object.__new__(cls)
+        new.children, new.child, new.kernel, new.type = (child,), child, kernel, type
+        return new
+
     def chunk_task(self, key: Key) -> tuple:
         return (self.kernel,)
 
