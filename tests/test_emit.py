@@ -200,6 +200,29 @@ def test_lazy_dask_array_blocks_are_read_by_their_keys(client):
     assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * m.predicted_bytes
 
 
+def test_lazy_dask_blocks_remade_on_a_second_site_and_sent_on_are_counted(client):
+    """A 3-D split (d=[2,1,2], the search's own choice here) of an einsum over one lazy
+    dask.array read twice: a block the plan places on two sites is made where first read and
+    remade (its own task, under a plan key) on the second, and the split's broadcast then sends
+    that remade copy on to a third site.
+    Those sends are the plan's moves and cost their chunk's bytes: predicted equals measured
+    (they were counted as 0 bytes, 10.67 kiB short, and explain() called them unsent)."""
+    import dask.array as da
+    value = np.random.default_rng(260971).standard_normal((53, 53))
+    x = da.from_array(value, chunks=((10,) * 5 + (3,), (21, 21, 11)))  # 6x3 blocks, ragged
+    X = dt.from_dask(x)
+    with dt.config.set(force="d=[2,1,2]"):
+        z = dt.einsum("ij,kj->ik", X, X)
+        tasks = tasks_of(z)
+        got, m = computed(z)
+        report = str(z.explain())
+    np.testing.assert_allclose(got, value @ value.T, rtol=1e-12)
+    remade = [k for k in tasks if isinstance(k, tuple) and key_split(k) == "from_dask"]
+    assert remade  # blocks made again on a second site, under the plan's keys
+    assert m.plan_bytes == m.predicted_bytes > 0
+    assert "3-D split: 2×1×2" in report and "copies no task reads" not in report
+
+
 def test_ffnn_step_is_exact_measured_and_smaller_than_dask_array(client):
     from benchmarks.workloads import SUITES, ffnn_step
     from dask_tra.autodiff import Joint

@@ -320,6 +320,8 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         if not isinstance(remade, Alias):  # its own task again, on this site
                             g.add(dk, remade, [], site)
                             avail[(origin, site)] = dk
+                            # its bytes: a move from this site (a 3-D split's broadcast) sends it on
+                            nbytes.at[dk] = (node.type, key)
                         else:
                             fetched.add(spec.key)
                     continue
