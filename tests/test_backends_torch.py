@@ -124,6 +124,8 @@ def test_reductions():
     check(x.argmax(), A.argmax())
     check(x.cumsum(axis=0), A.cumsum(0))
     check(da.nanmax(x, axis=1), np.nanmax(A, 1))
+    an = np.where(A > 0.5, np.nan, A)
+    check(da.nanmean(tx(an, (4, 3)), axis=0), np.nanmean(an, 0), rtol=1e-6)
     check((x > 0).any(axis=0), (A > 0).any(0))
 
 

@@ -29,6 +29,40 @@ def test_nan_reductions(a, name, axis, keepdims):
     assert_eq(getattr(da, name)(x, axis=axis, keepdims=keepdims), expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64"])
+def test_nanmean_is_one_aggregation_in_numpys_dtype(a, dtype):
+    """nanmean adds stacked (sum, count) partials in one aggregation (as dask's mean_chunk), with
+    NumPy's value and dtype, NaN (no warning) on an all-NaN slice, whole NaN blocks included."""
+    v = (a + 1j * np.roll(a, 1, axis=0) if dtype.startswith("complex") else a).astype(dtype)
+    v[:4] = np.nan  # every block of the first block row is all NaN
+    x = da.from_array(v, chunks=CHUNKS)
+    for axis in (0, 1, (0, 2), None):
+        y = da.nanmean(x, axis=axis)
+        assert sum(type(n).__name__ == "Aggregate" for n in y.expr.walk()) == 1
+        with _quiet():
+            want = np.nanmean(v, axis=axis)
+        assert y.dtype == want.dtype
+        got = y.compute()
+        assert got.dtype == want.dtype
+        if dtype == "float16":  # accumulated in float32, as NumPy's mean (its nanmean adds in float16)
+            with _quiet():
+                want = np.nanmean(v.astype("float32"), axis=axis).astype(dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == "float16" else 1e-5, equal_nan=True)
+
+
+def test_nanmean_gradient_reaches_the_non_nan_elements(a):
+    import dask_tra as dt
+
+    x = da.from_array(a, chunks=CHUNKS)
+    (g,) = dt.grad(dt.sum(da.nanmean(x, axis=1) ** 2), [x])
+    with _quiet():
+        m = np.nanmean(a, axis=1, keepdims=True)
+    n = (~np.isnan(a)).sum(axis=1, keepdims=True)
+    with _quiet():
+        want = np.where(np.isnan(a) | (n == 0), 0, 2 * m / n)
+    np.testing.assert_allclose(np.nan_to_num(g.compute()), want, rtol=1e-12)
+
+
 class _quiet:
     def __enter__(self):
         import warnings

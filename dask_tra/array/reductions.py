@@ -5,6 +5,8 @@ otherwise a Transform squeezes the reduced chunk axes.
 
 - sum/prod/min/max/any/all: chunk reduction, Aggregate with add/multiply/maximum/minimum.
 - mean: sum (in float), then divide by the element count.
+- nanmean: a stacked (NaN-skipping sum, count of non-NaN elements) per block, added, then
+  divided: one aggregation, as dask's ``mean_chunk``/``mean_agg``.
 - var/std: a stacked chunk (count, mean, M2) per block, merged with Chan et al.'s parallel
   update (associative, commutative), finished as M2 / (count - ddof).
 - argmin/argmax: a stacked chunk (value, global index). The chunk's global offsets reach the
@@ -30,11 +32,11 @@ from dask.utils import derived_from
 from ..backends import masked
 from ..tra import Aggregate, Join, Transform
 from ..tra import kernels as K
-from ..tra.kernels import Bound
+from ..tra.kernels import Bound, GradKernel, cast, first_axes, xp_of
 from ..tra.relation import ChunkAxis
-from ..tra.vjp import register_partials
+from ..tra.vjp import register_partials, register_vjp
 from .creation import asarray
-from .elementwise import astype, elementwise, isnan, logical_not, not_equal
+from .elementwise import astype, not_equal
 from .kernels import ARRAY, DIVIDE_PARTIALS, ElementwiseOp, Fn, Op, Reshape, along, dtype_of, npx
 from .methods import handle_out
 from .rechunk import even_chunks, rechunk_axes
@@ -158,9 +160,65 @@ def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
         return mean(a, axis, dtype, keepdims)
     res = np.nanmean(np.ones(2, a.dtype), dtype=dtype).dtype
     acc = check_dtype(dtype) if dtype is not None else _acc_dtype(a.dtype)
-    s = nansum(a, axis, acc, keepdims)
-    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims)
-    return astype(elementwise("divide", quiet_divide, s, n), res)  # an all-NaN slice: NaN, no warning (dask)
+    pair = np.result_type(acc, np.float64)  # the partial sums and counts, added exactly
+    init = lambda axes: NanSumCount(axes, acc, pair)  # noqa: E731
+    return reduction(a, axis, keepdims, init, K.add, NanMeanOf(res))
+
+
+class NanSumCount(Fn):
+    """A block's NaN-skipping sum along ``axes`` (in ``acc``, as NumPy accumulates) and its count
+    of non-NaN elements, stacked in ``pair`` (partials added by an Aggregate, exactly)."""
+
+    def __init__(self, axes, acc, pair):
+        fn, stacked = Bound(_nan_sum_count, axes, acc, pair), Bound(_stacked_axes, 2, axes)
+        super().__init__(f"nanSumCount{list(axes)}", fn, 1, stacked, pair)
+
+
+def _nan_sum_count(axes, acc, pair, c):
+    xp = npx(c)
+    s = K.Reduce("nansum", axes, keepdims=True, dtype=acc)(c)
+    n = xp.sum(xp.logical_not(xp.isnan(c)), axis=axes, keepdims=True)
+    return xp.stack([xp.astype(s, pair), xp.astype(n, pair)])
+
+
+class NanMeanOf(Fn):
+    """``sum / count`` of a stacked (sum, count) in ``res``; an all-NaN slice (count 0) gives NaN
+    without a warning, as dask's."""
+
+    def __init__(self, res):
+        super().__init__("nanmean", Bound(_sum_over_count, res), 1, _without_first_axis, res)
+
+
+def _sum_over_count(res, s):
+    xp = npx(s)
+    return xp.astype(quiet_divide(s[0], xp.real(s[1])), res)
+
+
+@register_vjp(NanSumCount)
+def _nan_sum_count_vjp(node, g, x, y):
+    """The sum's gradient reaches every non-NaN element; the count's is zero."""
+    dtype = node.child.type.dtype
+    return x.zip(g, GradKernel("dnanSumCount", Bound(_dnan_sum, dtype), 2, axes=first_axes, dtype=dtype))
+
+
+def _dnan_sum(dtype, xc, gc):
+    xp = xp_of(xc, gc)
+    spread = xp.broadcast_to(gc[0], tuple(xc.shape))
+    return cast(xp, xp.where(xp.isnan(xc), 0, spread), dtype)
+
+
+@register_vjp(NanMeanOf)
+def _nan_mean_of_vjp(node, g, x, y):
+    """d(s/n)/ds = 1/n; the count is a constant (its cotangent zero)."""
+    dtype = node.child.type.dtype
+    return x.zip(g, GradKernel("dnanMeanOf", Bound(_dsum_over_count, dtype), 2, axes=first_axes, dtype=dtype))
+
+
+def _dsum_over_count(dtype, sc, gc):
+    xp = xp_of(sc, gc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ds = cast(xp, gc, dtype) / xp.real(sc[1])
+    return xp.stack([ds, xp.zeros_like(ds)])
 
 
 @derived_from(np)
@@ -172,7 +230,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 def _moments_init(axes, dt):
-    return Fn(f"moments{list(axes)}", Bound(_moments, axes, dt), axes=Bound(_moments_axes, axes), dtype=dt)
+    return Fn(f"moments{list(axes)}", Bound(_moments, axes, dt), axes=Bound(_stacked_axes, 3, axes), dtype=dt)
 
 
 def _moments(axes, dt, c):
@@ -185,8 +243,9 @@ def _moments(axes, dt, c):
     return xp.stack([xp.full_like(m, n), m, m2])
 
 
-def _moments_axes(axes, frontier, ax):
-    return (ChunkAxis.const(3),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
+def _stacked_axes(k, axes, frontier, ax):
+    """A block's ``k`` stacked partials, each reduced along ``axes`` (kept, extent 1)."""
+    return (ChunkAxis.const(k),) + tuple(ChunkAxis.const(1) if i in axes else a for i, a in enumerate(ax))
 
 
 def _moments_merge(a, b):
