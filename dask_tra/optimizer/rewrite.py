@@ -213,7 +213,10 @@ RULES: tuple[Rule, ...] = tuple(
 # ---------------------------------------------------------------- common sub-expressions
 
 
-_seen: dict[int, tuple] = {}  # id -> (object, its value): shared kernels are read once per pass
+# id -> (object, its value): a kernel, key map or predicate (immutable) is read once, whichever
+# pass meets it again; the object is kept, so its id is not reused while it is here
+_seen: dict[int, tuple] = {}
+_SEEN_MAX = 4096
 BIG = 64  # items of a collection compared one by one; larger ones: see ``_big``
 
 
@@ -224,6 +227,8 @@ def _value(v: Any) -> Any:
         found = _seen.get(id(v))
         if found is None or found[0] is not v:
             fields = (v.fn, v.params) if isinstance(v, Bound) else vars(v)
+            if len(_seen) >= _SEEN_MAX:
+                _seen.clear()
             found = _seen[id(v)] = (v, (type(v), _value(fields)))
         return found[1]
     if isinstance(v, (dict, list, tuple, set, frozenset)) and len(v) > BIG:
@@ -286,7 +291,6 @@ def common_subexpressions(
     done: dict[int, Expr] = {}
     counted: set[int] = set()
     memo = {} if memo is None else memo
-    _seen.clear()
     for node in walk_many(exprs):  # children first
         kids = tuple(done[id(c)] for c in node.children)
         token = node.__dict__.get(TOKEN)
@@ -309,7 +313,6 @@ def common_subexpressions(
         if readers is not None and id(found) not in counted:
             counted.add(id(found))
             readers.update(id(c) for c in found.children)
-    _seen.clear()
     return tuple(done[id(e)] for e in exprs)
 
 
