@@ -333,6 +333,13 @@ def test_a_join_of_co_located_inputs_is_planned_without_a_search(monkeypatch):
     far = Join(left, Input("Y", tx), (0, 1), (0, 1), K.Elementwise("add", lambda xp, a, b: a + b, 2))
     plan(far, 3, placements={**moved, "Y": {k: (1,) for k in rx}})
     assert None in asked  # operands on different sites: every strategy is costed
+    asked.clear()
+    lazy = plan(far, 3, placements=moved)  # Y free: made where its partners are
+    assert asked and all(o is not None and o.name == "align-right" for o in asked)
+    assert lazy.cost.bytes_moved == 0
+    res = execute(lazy.root, {"X": rx, "Y": rx})
+    assert res.bytes_moved == 0
+    np.testing.assert_allclose(assemble(far.type, project(lazy.root, res)), np.exp(x) + x)
 
 
 @pytest.mark.parametrize("s", [2, 4, 8])

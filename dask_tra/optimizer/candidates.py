@@ -119,9 +119,10 @@ def _align(join, views, f, m, s):
 
 def co_located(join, views, s) -> Align | None:
     """The align strategy under which this join moves nothing (its inputs' partners already sit
-    together), or None: then it is the plan, with no search (``search.plan_node``)."""
+    together, or one side is free: made where its partners are), or None: then it is the plan,
+    with no search (``search.plan_node``)."""
     for f, m, side in ((0, 1, "right"), (1, 0, "left")):
-        if views[f].free or views[m].free or not join.left_keys:
+        if views[f].free or not join.left_keys:
             continue
         c = _align(join, views, f, m, s)
         if c is not None and c[0].moved == 0:
