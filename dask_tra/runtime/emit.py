@@ -427,6 +427,9 @@ class Moves:
         not hold it goes there once. Fusion does not change this (it inlines only a task read
         by one task on its own site). A lazy dask.array block fetched by a second site is not a
         plan's move (``measure().other_bytes``)."""
+        sites = set(self.site.values()).union(*self.home.values(), self.ext_pins.values())
+        if len(sites) <= 1:  # every task and every block on one site: nothing is sent
+            return 0
         live, stack = set(), list(outputs)
         while stack:
             k = stack.pop()
@@ -503,6 +506,24 @@ class _Tasks:
             self.keep.discard(dk)
         return {r for refs in self.reads.values() for r in refs}
 
+    def _delays(self, o, site, late) -> bool:
+        return o in self.spec and (self.site[o] != site or late[o])
+
+    def _inlined(self, reads, site, inline, depth, work, fetches, waits, late, out) -> dict:
+        """The readers' inputs inlined into a task on ``site`` (see ``fused``), taken from ``out``."""
+        cands = [
+            r
+            for r in reads
+            if r in inline
+            and depth[r] < MAX_DEPTH
+            and not (work[r] and any(self._delays(o, site, late) for o in reads if o != r))
+        ]
+        quiet = {r for r in cands if not fetches[r]}
+        for r in cands:
+            if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
+                quiet.add(r)
+        return {r: out.pop(r) for r in cands if r in quiet}
+
     def fused(self, held=None) -> dict:
         """Every task, with each task read once by a task on its site inlined into that reader.
 
@@ -539,40 +560,42 @@ class _Tasks:
         late: dict[Any, Any] = {}
         work: dict[Any, Any] = {}
         # another site; reads a task; reads a task made on another site or a late one; has products
+        sites = set(self.site.values())
+        one_site = len(sites) <= 1 and all(h <= sites for h in held.values())  # nothing is fetched or waits
         for dk, spec in self.spec.items():
             site, reads = self.site[dk], self.reads[dk]
-
-            def delays(o, site=site):
-                return o in self.spec and (self.site[o] != site or late[o])
-
-            cands = [
-                r
-                for r in reads
-                if r in inline and depth[r] < MAX_DEPTH and not (work[r] and any(delays(o) for o in reads if o != r))
-            ]
-            quiet = {r for r in cands if not fetches[r]}
-            for r in cands:
-                if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
-                    quiet.add(r)
-            subs = {r: out.pop(r) for r in cands if r in quiet}
+            if one_site:
+                subs = {r: out.pop(r) for r in reads if r in inline and depth[r] < MAX_DEPTH}
+            else:
+                subs = self._inlined(reads, site, inline, depth, work, fetches, waits, late, out)
             self.members[dk] = [m for r in subs for m in self.members.pop(r)] + [dk]
             depth[dk] = 1 + max((depth[r] for r in subs), default=0)
-            own = [r for r in reads if r not in subs]
-            fetches[dk] = any(fetches[r] for r in subs) or any(
-                site not in ({self.site[r]} if r in self.site else held.get(r, {site})) for r in own
-            )
-            waits[dk] = any(waits[r] for r in subs) or any(r in self.spec for r in own)
-            late[dk] = any(late[r] for r in subs) or any(delays(r) for r in own)
             work[dk] = dk in self.work or any(work[r] for r in subs)
+            if not one_site:
+                own = [r for r in reads if r not in subs]
+                fetches[dk] = any(fetches[r] for r in subs) or any(
+                    site not in ({self.site[r]} if r in self.site else held.get(r, {site})) for r in own
+                )
+                waits[dk] = any(waits[r] for r in subs) or any(r in self.spec for r in own)
+                late[dk] = any(late[r] for r in subs) or any(self._delays(r, site, late) for r in own)
             if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
                 spec = _rekey(subs[spec.target], dk)
             elif subs:
-                spec = spec.substitute(subs)
+                spec = _inlined(spec, subs)
             out[dk] = spec
         for dk in set(self.spec) - set(out):
             del self.site[dk]
         self.heavy = {dk for dk in out if work[dk]}
         return out
+
+
+def _inlined(spec, subs):
+    """``spec.substitute(subs)``, built at once where the task reads its inputs as arguments of
+    its own (every task ``emit`` makes but a fold tree's)."""
+    args = spec.args if type(spec) is Task and not spec.kwargs else None
+    if args is not None and not any(isinstance(a, GraphNode) for a in args):  # its inputs: TaskRefs alone
+        return Task(spec.key, spec.func, *(subs.get(a.key, a) if type(a) is TaskRef else a for a in args))
+    return spec.substitute(subs)
 
 
 def _renamed(tasks, rename, g) -> dict:
