@@ -50,6 +50,17 @@ def test_nanmean_is_one_aggregation_in_numpys_dtype(a, dtype):
         np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == "float16" else 1e-5, equal_nan=True)
 
 
+@pytest.mark.parametrize("name", ["nanmean", "nanvar", "nanstd"])
+def test_nan_moments_take_dasks_split_every(a, name):
+    """dask's signatures: ``split_every`` is accepted (the plan decides how partials combine)
+    and changes nothing; ``out`` follows it, as in dask."""
+    x = da.from_array(a, chunks=CHUNKS)
+    with _quiet():
+        want = getattr(np, name)(a, axis=0)
+        assert_eq(getattr(da, name)(x, axis=0, split_every=2), want, rtol=1e-10)
+        assert_eq(getattr(da, name)(x, 0, None, False, *((0,) if name != "nanmean" else ()), {0: 2}), want, rtol=1e-10)
+
+
 def test_nanmean_gradient_reaches_the_non_nan_elements(a):
     import dask_tra as dt
 

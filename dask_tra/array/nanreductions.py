@@ -27,7 +27,9 @@ def _has_nan(a) -> bool:
 
 @derived_from(np)
 @red.with_out
-def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, _root=False, **kw):
+def nanvar(
+    a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, _root=False, **kw
+):
     """numpy.nanvar over ``axis`` (None: all)."""
     red._no_out(out, kw)
     a = asarray(a)
@@ -47,7 +49,7 @@ def nanvar(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correc
 
 
 @derived_from(np)
-def nanstd(a, axis=None, dtype=None, keepdims=False, ddof=0, out=None, *, correction=None, **kw):
+def nanstd(a, axis=None, dtype=None, keepdims=False, ddof=0, split_every=None, out=None, *, correction=None, **kw):
     """numpy.nanstd over ``axis`` (None: all)."""
     return nanvar(a, axis, dtype, keepdims, ddof, out=out, correction=correction, _root=True, **kw)
 

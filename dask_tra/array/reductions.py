@@ -151,7 +151,7 @@ register_partials(quiet_divide, DIVIDE_PARTIALS)
 
 @derived_from(np)
 @with_out
-def nanmean(a, axis=None, dtype=None, keepdims=False, out=None, **kw):
+def nanmean(a, axis=None, dtype=None, keepdims=False, split_every=None, out=None, **kw):
     """numpy.nanmean: the sum of the non-NaN elements (accumulated as ``mean`` does) over their
     count, in NumPy's result dtype (the input's for inexact inputs, float64 for integers)."""
     _no_out(out, kw)
