@@ -194,31 +194,33 @@ def _sum_over_count(res, s):
     return xp.astype(quiet_divide(s[0], xp.real(s[1])), res)
 
 
-@register_vjp(NanSumCount)
-def _nan_sum_count_vjp(node, g, x, y):
-    """The sum's gradient reaches every non-NaN element; the count's is zero."""
-    dtype = node.child.type.dtype
-    return x.zip(g, GradKernel("dnanSumCount", Bound(_dnan_sum, dtype), 2, axes=first_axes, dtype=dtype))
+def _chunkwise_vjp(name, grad):
+    """The VJP rule of a per-chunk kernel whose input's cotangent is ``grad(dtype, x, g)``."""
+
+    def rule(node, g, x, y):
+        dtype = node.child.type.dtype
+        return x.zip(g, GradKernel(name, Bound(grad, dtype), 2, axes=first_axes, dtype=dtype))
+
+    return rule
 
 
 def _dnan_sum(dtype, xc, gc):
+    """The sum's gradient reaches every non-NaN element; the count's is zero."""
     xp = xp_of(xc, gc)
     spread = xp.broadcast_to(gc[0], tuple(xc.shape))
     return cast(xp, xp.where(xp.isnan(xc), 0, spread), dtype)
 
 
-@register_vjp(NanMeanOf)
-def _nan_mean_of_vjp(node, g, x, y):
-    """d(s/n)/ds = 1/n; the count is a constant (its cotangent zero)."""
-    dtype = node.child.type.dtype
-    return x.zip(g, GradKernel("dnanMeanOf", Bound(_dsum_over_count, dtype), 2, axes=first_axes, dtype=dtype))
-
-
 def _dsum_over_count(dtype, sc, gc):
+    """d(s/n)/ds = 1/n; the count is a constant (its cotangent zero)."""
     xp = xp_of(sc, gc)
     with np.errstate(invalid="ignore", divide="ignore"):
         ds = cast(xp, gc, dtype) / xp.real(sc[1])
     return xp.stack([ds, xp.zeros_like(ds)])
+
+
+register_vjp(NanSumCount, _chunkwise_vjp("dnanSumCount", _dnan_sum))
+register_vjp(NanMeanOf, _chunkwise_vjp("dnanMeanOf", _dsum_over_count))
 
 
 @derived_from(np)
