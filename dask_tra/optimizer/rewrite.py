@@ -214,7 +214,7 @@ RULES: tuple[Rule, ...] = tuple(
 
 
 # id -> (object, its value): a kernel, key map or predicate (immutable) is read once, whichever
-# pass meets it again; the object is kept, so its id is not reused while it is here
+# of a simplify's passes meets it again; the object is kept, so its id is not reused while here
 _seen: dict[int, tuple] = {}
 _SEEN_MAX = 4096
 BIG = 64  # items of a collection compared one by one; larger ones: see ``_big``
@@ -328,13 +328,16 @@ def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Ex
     result is cut to the box of blocks they keep (``_cut_shared``) and the pass runs again.
     Each result has its expression's exact type."""
     exprs = tuple(exprs)
-    for _ in range(ROUNDS):
-        exprs = _simplify_once(exprs, rules)
-        cut = _cut_shared(exprs)
-        if cut is None:
-            break
-        exprs = cut
-    return exprs
+    try:
+        for _ in range(ROUNDS):
+            exprs = _simplify_once(exprs, rules)
+            cut = _cut_shared(exprs)
+            if cut is None:
+                break
+            exprs = cut
+        return exprs
+    finally:
+        _seen.clear()  # it keeps kernels alive (their index arrays too): only while simplifying
 
 
 def _cut_shared(exprs: tuple[Expr, ...]) -> tuple[Expr, ...] | None:
