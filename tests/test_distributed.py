@@ -97,6 +97,26 @@ def test_persisted_input_is_planned_where_it_is(client):
     assert abs(m.bytes_moved - m.predicted_bytes) <= 0.1 * max(m.predicted_bytes, 1)
 
 
+def test_a_slice_of_a_persisted_input_is_planned_where_its_blocks_are(client):
+    """The rewrite reads a sliced input as its kept blocks alone: the plan places those blocks
+    where they are held (none of the others), and moves exactly what it predicts."""
+    a = np.random.default_rng(7).standard_normal((400, 40))
+    x = dt.from_array(a, chunks=20).persist()
+    wait(x)
+    held = x.sources[next(iter(x.sources))].placement(client)
+    for y, want in ((x[250:255] + x[:5], a[250:255] + a[:5]), (x[100:300].sum(0), a[100:300].sum(0))):
+        p, where = y.planned()
+        placed = [n for n in p.root.walk() if type(n).__name__ == "Placed" and n.input.whole is not None]
+        assert placed
+        for n in placed:
+            assert {k: tuple(sorted(where.workers[s] for s, _ in cs)) for k, cs in n.copies.items()} == {
+                k: held[k] for k in n.type.iter_keys()
+            }
+        with dt.diagnostics.measure() as m:
+            np.testing.assert_allclose(y.compute(), want)
+        assert m.bytes_moved == m.predicted_bytes
+
+
 def test_a_held_result_computed_again_is_read_from_its_futures(client):
     """The first run leaves replicas of the inputs, so a new plan would differ, and the
     scheduler rejects other tasks under keys it holds ("different `run_spec`"): a result whose
