@@ -581,7 +581,7 @@ class _Tasks:
             if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
                 spec = _rekey(subs[spec.target], dk)
             elif subs:
-                spec = _inlined(spec, subs)
+                spec = _substituted(spec, subs)
             out[dk] = spec
         for dk in set(self.spec) - set(out):
             del self.site[dk]
@@ -589,7 +589,7 @@ class _Tasks:
         return out
 
 
-def _inlined(spec, subs):
+def _substituted(spec, subs):
     """``spec.substitute(subs)``, built at once where the task reads its inputs as arguments of
     its own (every task ``emit`` makes but a fold tree's)."""
     args = spec.args if type(spec) is Task and not spec.kwargs else None
