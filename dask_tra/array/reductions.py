@@ -170,13 +170,14 @@ class NanSumCount(Fn):
     of non-NaN elements, stacked in ``pair`` (partials added by an Aggregate, exactly)."""
 
     def __init__(self, axes, acc, pair):
-        fn, stacked = Bound(_nan_sum_count, axes, acc, pair), Bound(_stacked_axes, 2, axes)
+        nansum = K.Reduce("nansum", axes, keepdims=True, dtype=acc)
+        fn, stacked = Bound(_nan_sum_count, nansum, axes, pair), Bound(_stacked_axes, 2, axes)
         super().__init__(f"nanSumCount{list(axes)}", fn, 1, stacked, pair)
 
 
-def _nan_sum_count(axes, acc, pair, c):
+def _nan_sum_count(nansum, axes, pair, c):
     xp = npx(c)
-    s = K.Reduce("nansum", axes, keepdims=True, dtype=acc)(c)
+    s = nansum(c)
     n = xp.sum(xp.logical_not(xp.isnan(c)), axis=axes, keepdims=True)
     return xp.stack([xp.astype(s, pair), xp.astype(n, pair)])
 
