@@ -1,4 +1,6 @@
 """The optimizer: Table 4, strategy choice, exact bytes, memory limits, chains vs greedy."""
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -375,3 +377,54 @@ def test_final_costs_reuse_the_search_costing_only_where_exact(monkeypatch, s, f
     reused = [report(z, pl) for z, pl in runs]
     monkeypatch.setattr(O, "_as_costed", lambda inputs, present: False)
     assert reused == [report(z, pl) for z, pl in runs]
+
+
+def _gd_loop(steps):
+    import dask_tra as dt
+
+    rng = np.random.default_rng(7)
+    X = dt.from_array(rng.standard_normal((600, 40)), chunks=(60, 40))
+    y = dt.from_array(rng.standard_normal((600, 1)), chunks=(60, 1))
+    w = dt.from_array(np.zeros((40, 1)), chunks=(40, 1))
+    for _ in range(steps):
+        w = w - 0.001 * (X.T @ (X @ w - y))
+    return w
+
+
+@pytest.mark.parametrize("s", [2, 4])
+def test_a_repeated_operator_is_costed_once_per_input_layouts(monkeypatch, s):
+    """A loop's steps are one operator over equally laid out inputs: the search costs their
+    candidates once (``search.costing_key``) and picks exactly the plan it picks costing each."""
+    import dask_tra as dt
+    from dask_tra.optimizer import cache, plan_many
+    import dask_tra.optimizer as O
+
+    S = importlib.import_module("dask_tra.optimizer.search")  # the package exports its function
+    from dask_tra.tra.dag import walk_many
+
+    costed = []
+    costing = S.candidates
+    monkeypatch.setattr(S, "candidates", lambda node, kind, *a, **k: costed.append(kind) or costing(node, kind, *a, **k))
+    rng = np.random.default_rng(4)
+    a = dt.from_array(rng.standard_normal((120, 90)), chunks=(30, 45))
+    groups = dt.concatenate([a[i : i + 30].sum(0, keepdims=True) for i in range(0, 120, 30)], axis=0)
+    cases = [_gd_loop(20), groups, a @ a.T + (a * 2) @ a.T, (a @ a.T)[:40, ::2]]
+    placed = {n.name: {k: (int(rng.integers(s)),) for k in n.type.iter_keys()}
+              for z in cases for n in walk_many(z.roots) if isinstance(n, Input)}
+
+    def report(z, placements):
+        cache.clear()
+        p = plan_many(z.roots, s, placements=placements)
+        return p.cost, str(p.explain)
+
+    runs = [(z, pl) for z in cases for pl in (None, placed)]
+    shared = [report(z, pl) for z, pl in runs]
+    costed.clear()
+    report(_gd_loop(20), placed)
+    assert 0 < costed.count("matmul") <= 8, costed  # 40 products: two shapes, a few input layouts each
+    monkeypatch.setattr(S, "costing_key", lambda *a: None)
+    monkeypatch.setattr(O, "costing_key", lambda *a: None)  # the final costing's too
+    assert shared == [report(z, pl) for z, pl in runs]
+    costed.clear()
+    report(_gd_loop(20), placed)
+    assert costed.count("matmul") >= 40  # each product, once per combination of its inputs' kept layouts

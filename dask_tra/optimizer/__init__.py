@@ -37,6 +37,7 @@ from .search import (
     check_blocks,
     chosen,
     combine,
+    costing_key,
     flows,
     input_alt,
     inputs_of,
@@ -224,13 +225,14 @@ def final_costs(roots, s, rates):
     the copies earlier consumers already moved (a second move of a tuple to a site is free).
     Returns (Cost, {id(alt): Cand}, {id(alt): what it was costed over (``_seen``)})."""
     totals = _Totals(s, rates)
+    memo: dict = {}
     for alt in chosen(roots):
         if alt.inputs:
             present = totals.copies(alt.inputs)
             if _as_costed(alt.inputs, present):  # no input has copies beyond its layout
                 cand = alt.cand
             else:
-                cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, present, s, rates)
+                cand = _one_candidate(alt.node, alt.strategy, alt.cand, alt.inputs, present, s, rates, memo)
             totals.add(alt, cand, _seen(alt.inputs, present))
         else:
             totals.present[id(alt)] = alt.layout
@@ -326,12 +328,19 @@ def _as_costed(inputs, present) -> bool:
     return all(a.free or present[id(a)] is a.layout or np.array_equal(present[id(a)], a.layout) for a in inputs)
 
 
-def _one_candidate(node, strategy, cand, inputs, present, s, rates):
+def _one_candidate(node, strategy, cand, inputs, present, s, rates, memo=None):
     """The costing of ``strategy`` for ``node`` over ``inputs`` (with the copies in ``present``),
     or None if it no longer applies; ``cand`` is the costing it was chosen by, its strategy
-    object with the parameters it chose (bmm's side, the two-phase placement)."""
-    views = views_of(inputs, present)
-    return _candidates(node, kind_of(node), views, s, cand.strategy, rates).get(cand.strategy)
+    object with the parameters it chose (bmm's side, the two-phase placement). ``memo``: as
+    ``search.plan_node``'s, for one costing of a plan's operators."""
+    kind, views = kind_of(node), views_of(inputs, present)
+    key = costing_key(node, kind, views, cand.strategy) if memo is not None and not TERMS else None
+    found = memo.get(key) if key is not None else None
+    if found is None:
+        found = _candidates(node, kind, views, s, cand.strategy, rates)
+        if key is not None:
+            memo[key] = found
+    return found.get(cand.strategy)
 
 
 def _seen(inputs, present) -> tuple:

@@ -28,7 +28,14 @@ _plans: OrderedDict = OrderedDict()
 
 
 def type_token(t) -> bytes:
-    """A relation type, exactly, as bytes (chunk sizes and key sets in full)."""
+    """A relation type, exactly, as bytes (chunk sizes and key sets in full); made once per type."""
+    token = t._cache.get("token")
+    if token is None:
+        token = t._cache["token"] = _type_token(t)
+    return token
+
+
+def _type_token(t) -> bytes:
     parts = [repr(t.frontier), t.dtype.str, t.backend]
     for ax in t.axes:
         parts.append(repr(ax.key_dims))
@@ -81,7 +88,7 @@ def _filter(node) -> str:
     return "Filter"  # its key set is in its type
 
 
-def _own_token(node) -> bytes:
+def own_token(node) -> bytes:
     """What planning reads of one node, besides its children: operator, parameters, type."""
     return STRUCTURE(node)(node).encode() + b"#" + type_token(node.type)
 
@@ -92,7 +99,7 @@ def structure(exprs) -> tuple:
     index = {id(n): i for i, n in enumerate(order)}
     digests = []
     for n in order:
-        h = hashlib.blake2b(_own_token(n), digest_size=16)
+        h = hashlib.blake2b(own_token(n), digest_size=16)
         for c in n.children:
             h.update(index[id(c)].to_bytes(4, "little"))
         digests.append(h.digest())

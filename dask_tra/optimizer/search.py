@@ -37,6 +37,7 @@ from ..tra.errors import TRAError
 from ..tra.kernels import Einsum
 from . import candidates as C
 from . import operators
+from .cache import own_token, type_token
 from .cost import TERMS, Rates, combine_terms, measure_terms
 from .memory import largest_block, working_set
 from .operators.registry import (
@@ -144,15 +145,16 @@ def search(roots, s, placements=None, memory_limit=None, force=None, keep=6, rat
     order = walk_many(roots)
     fused = fused_joins(order)
     alts = {}
+    memo: dict = {}
     for node in order:
         if id(node) in fused:
             continue
         if isinstance(node, tra.Input):
             alts[id(node)] = [input_alt(node, s, placements)]
             continue
-        alts[id(node)] = plan_node(node, alts, s, memory_limit, force, keep, rates)
+        alts[id(node)] = plan_node(node, alts, s, memory_limit, force, keep, rates, memo)
     if one_layout:
-        alts = _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates)
+        alts = _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates, memo)
     return {id(r): alts[id(r)][0] for r in roots}, alts
 
 
@@ -296,8 +298,11 @@ def candidates(node, kind, views, s, only: Strategy | None = None, rates=None, p
     return cands
 
 
-def plan_node(node, alts, s, memory_limit, force, keep, rates):
-    """The kept alternatives of ``node`` (``force``: ``registry.parse_force``'s, or unparsed)."""
+def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
+    """The kept alternatives of ``node`` (``force``: ``registry.parse_force``'s, or unparsed).
+    ``memo`` (one search's): candidates by what their costing reads (``costing_key``), so an
+    operator repeated with equal types over equally laid out inputs (a loop's steps, a
+    groupby's like groups) is costed once."""
     kind = kind_of(node)
     options: list[Alt] = []
     rejected: dict[str, int] = {}
@@ -313,7 +318,13 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
     prunes = s >= PRUNE_SITES and wanted is None and memory_limit is None and not TERMS and kind in CONTRACTION_KINDS
     for combo, only in work:
         pruner = Pruner(node, combo, rates, keep, options, s) if prunes and only is None else None
-        cands = candidates(node, kind, views_of(combo), s, only=only, rates=rates, prune=pruner)
+        views = views_of(combo)
+        key = costing_key(node, kind, views, only) if memo is not None and pruner is None and not TERMS else None
+        cands = memo.get(key) if key is not None else None
+        if cands is None:
+            cands = candidates(node, kind, views, s, only=only, rates=rates, prune=pruner)
+            if key is not None:
+                memo[key] = cands
         if wanted is not None and not any(wanted.admits(st) for st in cands):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
@@ -345,6 +356,28 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates):
         if len(best) == keep:
             break
     return best
+
+
+def costing_key(node, kind, views, only) -> tuple:
+    """Everything a candidate costing reads: the operator (a contraction's join too) with its
+    type, and per input view its type, layouts and which views are one relation. Candidates are
+    read-only once made, so two nodes with one key share them."""
+    own = (own_token(node.child), own_token(node)) if kind in CONTRACTION_KINDS else own_token(node)
+    return (
+        own,
+        only,
+        tuple(
+            (
+                type_token(v.type),
+                layout_signature(v.layout),
+                layout_signature(v.present),
+                v.free,
+                v.placed,
+                next(j for j, w in enumerate(views) if w is v),
+            )
+            for v in views
+        ),
+    )
 
 
 def flows(cand, s) -> tuple[np.ndarray, np.ndarray]:
@@ -416,7 +449,7 @@ def chosen(roots) -> list:
     return walk_many(roots)
 
 
-def _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates):
+def _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates, memo):
     """Restrict every node that the best plan computes in several layouts to one of them, the
     node earliest in topological order first, keeping the cheapest restriction."""
     fixed: dict[str, int] = {}  # str(id(node)) -> index of the alternative it is restricted to
@@ -430,13 +463,13 @@ def _one_layout(roots, order, fused, alts, s, memory_limit, force, keep, rates):
         trials = []
         for i in hits:
             trial = dict(fixed, **{str(id(node)): i})
-            a = _research(order, fused, alts, s, memory_limit, force, keep, rates, trial)
+            a = _research(order, fused, alts, s, memory_limit, force, keep, rates, trial, memo)
             total = sum(a[id(r)][0].seconds for r in roots)
             trials.append((total, i, trial, a))
         _, _, fixed, alts = min(trials, key=lambda t: (t[0], t[1]))
 
 
-def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed):
+def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed, memo):
     out = {}
     for node in order:
         if id(node) in fused:
@@ -444,10 +477,10 @@ def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed):
         if isinstance(node, tra.Input):
             out[id(node)] = alts[id(node)]
             continue
-        options = plan_node(node, out, s, memory_limit, force, keep, rates)
+        options = plan_node(node, out, s, memory_limit, force, keep, rates, memo)
         i = fixed.get(str(id(node)))
         out[id(node)] = options if i is None else [options[min(i, len(options) - 1)]]
     return out
 
 
-__all__ = ["search", "COSTS", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]
+__all__ = ["search", "costing_key", "COSTS", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]
