@@ -105,6 +105,8 @@ class Placed(IANode):
         """Replicas of a tuple (several sites) are one chunk: one origin, so moving it to a site
         that already holds a replica is free, and two replicas never meet as different chunks."""
         f = self.type.frontier
+        if self.s == 1:  # one site holds everything (a local plan)
+            return {k: [(0, (self.uid, k, 0))] for k in self.type.iter_keys()}
         out = {}
         for k in self.type.iter_keys():
             sites = self.placement.sites(k, f, self.s)
@@ -201,14 +203,21 @@ class LocalJoin(IANode):
     def _compute_copies(self) -> dict[Any, Any]:
         op = self.op
         index = defaultdict(list)
+        rkeys, lkeys = _joined(op.right_keys, self.right.type), _joined(op.left_keys, self.left.type)
         for rk, rcs in self.right.copies.items():
-            index[tuple(rk[d] for d in op.right_keys)].append((rk, rcs))
+            index[rk if rkeys is None else tuple(rk[d] for d in rkeys)].append((rk, rcs))
         out = {}
         for lk, lcs in self.left.copies.items():
+            partners = index.get(lk if lkeys is None else tuple(lk[d] for d in lkeys))
+            if not partners:
+                continue
             lsites = _one_origin_per_site(lk, lcs, self)
-            for rk, rcs in index.get(tuple(lk[d] for d in op.left_keys), ()):
+            for rk, rcs in partners:
                 key = op.out_key(lk, rk)
-                both = sorted(set(lsites) & set(_one_origin_per_site(rk, rcs, self)))
+                if len(lcs) == 1 and len(rcs) == 1:  # one copy each (every local plan): no sets
+                    both = [lcs[0][0]] if lcs[0][0] == rcs[0][0] else []
+                else:
+                    both = sorted(set(lsites) & set(_one_origin_per_site(rk, rcs, self)))
                 if self.at is not None:
                     site = self.at.get(key)
                     if site is not None and site not in both:
@@ -224,6 +233,12 @@ class LocalJoin(IANode):
 
     def describe(self) -> str:
         return f"LocalJoin({list(self.op.left_keys)},{list(self.op.right_keys)},{self.op.kernel.name})"
+
+
+def _joined(dims: tuple[int, ...], t: RelationType) -> tuple[int, ...] | None:
+    """The join dims of a side's key, or None when they are the whole key in order (the key
+    itself is then the join value)."""
+    return None if dims == tuple(range(t.key_arity)) else dims
 
 
 def _one_origin_per_site(key: Key, copies: Iterable[tuple[int, Any]], node: IANode) -> dict[int, Any]:

@@ -800,9 +800,11 @@ def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
             (_ref(avail, _origin_at(join.left, lk, site), site), _ref(avail, _origin_at(join.right, rk, site), site))
         )
     jk, ak = join.op.kernel, agg.op.kernel
-    per = mem.fold_pairs(
-        max(_footprint(lr, g, nbytes, light, site) + _footprint(rr, g, nbytes, light, site) for lr, rr in pairs)
-    )
+    per = 1  # a task folds one pair at least: a lone pair's bytes are not looked up
+    if len(pairs) > 1:
+        per = mem.fold_pairs(
+            max(_footprint(lr, g, nbytes, light, site) + _footprint(rr, g, nbytes, light, site) for lr, rr in pairs)
+        )
     if len(pairs) <= per:
         refs = [r for p in pairs for r in p]
         g.add(dk, Task(dk, _join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)

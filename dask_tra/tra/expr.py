@@ -235,7 +235,7 @@ class Join(Expr):
                 )
         kl = left.type.key_arity
         self.right_out: dict[int, int] = {}  # right key dim -> output key dim
-        rest = [d for d in range(right.type.key_arity) if d not in self.right_keys]
+        rest = self._right_rest = tuple(d for d in range(right.type.key_arity) if d not in self.right_keys)
         for a, b in zip(self.left_keys, self.right_keys):
             self.right_out[b] = a
         for i, d in enumerate(rest):
@@ -270,8 +270,9 @@ class Join(Expr):
         return _key_set(keys, frontier)
 
     def out_key(self, lkey: tuple[int, ...], rkey: tuple[int, ...]) -> tuple[int, ...]:
-        rest = tuple(rkey[d] for d in range(len(rkey)) if d not in self.right_keys)
-        return tuple(lkey) + rest
+        if not self._right_rest:
+            return tuple(lkey)
+        return tuple(lkey) + tuple(rkey[d] for d in self._right_rest)
 
     def describe(self) -> str:
         return f"Join({list(self.left_keys)},{list(self.right_keys)},{self.kernel.name})"
