@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import gc
 from operator import add
 
 import dask
@@ -91,3 +92,8 @@ def test_from_delayed_of_a_future():
         f = client.scatter(np.arange(6.0).reshape(2, 3))
         x = da.from_delayed(f, (2, 3), dtype=float)
         np.testing.assert_array_equal((x + 1).compute(), np.arange(6.0).reshape(2, 3) + 1)
+        # the array keeps the Future alive; the reference check computes it where it is (dask's
+        # sync scheduler cannot read a Future: a KeyError)
+        del f
+        gc.collect()
+        da.assert_eq(x * 2, np.arange(6.0).reshape(2, 3) * 2, scheduler=client)

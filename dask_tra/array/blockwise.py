@@ -29,7 +29,7 @@ import numpy as np
 from dask.utils import derived_from
 
 from .. import backends
-from ..runtime.sources import Ref, Source, fresh_name
+from ..runtime.sources import Ref, Source, fresh_name, is_future
 from ..tra import Input, Join, RelationType, Transform
 from ..tra.kernels import Kernel
 from ..tra.relation import ChunkAxis
@@ -203,7 +203,9 @@ class DelayedSource(Source):
         return Ref(self.value.key)
 
     def chunk(self, key):
-        return self.value.compute(scheduler="sync")
+        # a graph holding Futures (``from_delayed(future)``) is computed where they are
+        held = any(is_future(v) for v in self.graph.values())
+        return self.value.compute(scheduler=None if held else "sync")
 
     def held_keys(self):
         return {self.value.key: (0,) * len(self.type.frontier)}
