@@ -26,3 +26,20 @@ def test_nested_block_sizes_of_a_1d_array():
 def test_a_negative_chunk_size_other_than_minus_one_raises_naming_it(chunks):
     with pytest.raises(ValueError, match="positive, -1 .* got -[23]"):
         da.ones((4, 4), chunks=2).rechunk(chunks)
+
+
+@pytest.mark.parametrize("shape, old, new", [((220,), 100, 100), ((210, 210), 100, (100, -1)), ((13,), 4, 4),
+                                             ((100,), 12, 12), ((990,), 100, 495), ((37, 5), (7, 2), (10, 2))])
+def test_balance_evens_out_the_blocks_as_dask(shape, old, new):
+    """``balance=True`` was accepted and ignored: the blocks were not dask's."""
+    a = np.random.default_rng(2).random(shape)
+    x = da.from_array(a, chunks=old).rechunk(new, balance=True)
+    assert x.chunks == dask_da.from_array(a, chunks=old).rechunk(new, balance=True).chunks
+    np.testing.assert_array_equal(x.compute(), a)
+
+
+def test_balance_warns_where_no_even_split_has_as_many_blocks():
+    x = da.ones((100,), chunks=95)
+    with pytest.warns(UserWarning, match="chunk size balancing not possible"):
+        y = x.rechunk(98, balance=True)
+    assert y.chunks == ((98, 2),)

@@ -258,7 +258,9 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     block_size_limit : int, optional
         The most bytes per block ``"auto"`` aims for.
     balance : bool, optional
-        Accepted for dask's signature.
+        As dask's: block sizes along each axis evened out, leftover small blocks dropped
+        (``rechunk(len(x) // n, balance=True)`` gives ``n`` blocks); a warning where no even
+        split has as many blocks.
     method : str, optional
         Accepted for dask's signature (the gather is dask_tra's one method).
 
@@ -297,6 +299,10 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     if bad:
         raise ValueError(f"rechunk: a chunk size must be positive, -1 (the whole axis) or None; got {bad[0]}")
     new = normalize_chunks(chunks, x.shape, limit=block_size_limit, dtype=x.dtype, previous_chunks=x.chunks)
+    if balance:
+        from dask.array.rechunk import _balance_chunksizes
+
+        new = tuple(_balance_chunksizes(c) if len(c) and sum(c) else c for c in new)
     if new == x.chunks:
         return x
     r = rechunk_axes(x, dict(enumerate(new)))
