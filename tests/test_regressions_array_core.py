@@ -214,3 +214,19 @@ def test_ufunc_names_an_unknown_keyword_and_slices_refuse_floats():
         with pytest.raises(IndexError):
             x[index]
     np.testing.assert_array_equal(x[np.int64(1) : 6 : np.int32(2)].compute(), np.arange(7.0)[1:6:2])
+
+
+@pytest.mark.parametrize("a, ca, b, cb", [((1, 6), (1, 2), (4, 1), (3, 1)), ((5, 6), (2, 3), (6,), (4,)),
+                                          ((3,), (2,), (), ()), ((0, 4), (0, 2), (4,), (1,))])
+def test_broadcast_arrays_chunk_as_dask(a, ca, b, cb):
+    """Each broadcast dim took one chunk and shared dims kept each array's own chunks; dask
+    unifies the shared dims and chunks a broadcast dim as the arrays spanning it (meshgrid too)."""
+    rng = np.random.default_rng(3)
+    x, y = rng.random(a), rng.random(b)
+    got = da.broadcast_arrays(da.from_array(x, chunks=ca), da.from_array(y, chunks=cb))
+    want = dsk.broadcast_arrays(dsk.from_array(x, chunks=ca), dsk.from_array(y, chunks=cb))
+    assert [g.chunks for g in got] == [w.chunks for w in want]
+    for g, w in zip(got, np.broadcast_arrays(x, y)):
+        np.testing.assert_array_equal(g.compute(), w)
+    grids = da.meshgrid(da.from_array(rng.random(2), chunks=1), da.from_array(rng.random(3), chunks=2))
+    assert [g.chunks for g in grids] == [((2, 1), (1, 1))] * 2

@@ -107,10 +107,19 @@ register_partials(broadcast_like, (1, 0))
 
 
 @derived_from(np)
-def broadcast_arrays(*args):
+def broadcast_arrays(*args, subok=False):
+    """numpy.broadcast_arrays with dask's chunks: the arrays' chunks unified along the dims they
+    share (``unify_chunks``), and each broadcast dim chunked as the arrays that span it."""
+    from dask.array.core import broadcast_chunks
+
+    from .blocklayout import unify_chunks
+
     arrays = [asarray(a) for a in args]
+    if len(arrays) > 1:
+        _, arrays = unify_chunks(*[v for a in arrays for v in (a, tuple(reversed(range(a.ndim))))])
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
-    return tuple(broadcast_to(a, shape) for a in arrays)
+    chunks = broadcast_chunks(*[a.chunks for a in arrays])
+    return tuple(broadcast_to(a, shape, chunks=chunks) for a in arrays)
 
 
 def _triangle(which):
