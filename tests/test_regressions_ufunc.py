@@ -1,6 +1,6 @@
 """dask.array's ufunc objects: ``da.add`` is a ``ufunc`` wrapper with NumPy's attributes and
 ``outer``, lazy on lazy inputs and NumPy's own on NumPy inputs; ``frompyfunc``; the wrapped
-non-ufuncs (``real``, ``imag``, ``angle``, ``clip``, ``nan_to_num``) keep NumPy in, NumPy out;
+non-ufuncs (``real``, ``imag``, ``angle``, ``clip``, ``nan_to_num``, ``iscomplex``, ``isreal``) keep NumPy in, NumPy out;
 ``frexp``/``modf`` are always lazy. Values against NumPy on ragged chunks."""
 
 import pickle
@@ -46,7 +46,7 @@ def test_numpy_in_numpy_out_lazy_in_lazy_out():
     assert isinstance(da.add(X, V), np.ndarray)
     assert isinstance(da.log(_x()), da.Array)
     assert_eq(da.add(_x(), V), X + V)
-    for f in (da.real, da.imag, da.angle, da.nan_to_num):
+    for f in (da.real, da.imag, da.angle, da.nan_to_num, da.iscomplex, da.isreal):
         assert isinstance(f(Z), np.ndarray)
         assert_eq(f(da.from_array(Z, chunks=(4, 3))), getattr(np, f.__name__)(Z))
     assert isinstance(da.clip(X, 10, 20), np.ndarray)

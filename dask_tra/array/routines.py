@@ -452,13 +452,19 @@ def fix(x):
 
 @derived_from(np)
 def iscomplex(x):
+    from .elementwise import _lazy
+
+    if not _lazy((x,), {}):
+        return np.iscomplex(x)  # NumPy's result on NumPy input, as dask's
     x = asarray(x)
     return imag(x) != 0 if x.dtype.kind == "c" else zeros(x.shape, bool, chunks=x.chunks)
 
 
 @derived_from(np)
 def isreal(x):
-    return logical_not(iscomplex(x))
+    from .elementwise import _lazy
+
+    return logical_not(iscomplex(x)) if _lazy((x,), {}) else np.isreal(x)
 
 
 @derived_from(np)
