@@ -20,6 +20,7 @@ from . import (  # noqa: E402
     fill,
     gufuncs,
     io,
+    lib,  # noqa: F401 (dask.array.lib.stride_tricks)
     linalg,
     ma,  # noqa: E402,F401 (dask.array.ma)
     manipulation,
@@ -55,6 +56,7 @@ from .io import *  # noqa: F401,F403
 from .linalg.norms import diagonal, trace  # noqa: F401
 from .manipulation import *  # noqa: F401,F403
 from .nanreductions import *  # noqa: F401,F403
+from .overlap import sliding_window_view  # noqa: F401 (dask's: chunked as dask.array.lib.stride_tricks')
 from .padding import *  # noqa: F401,F403
 from .quantiles import *  # noqa: F401,F403
 from .rechunk import rechunk  # noqa: F401

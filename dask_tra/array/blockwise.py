@@ -1302,7 +1302,9 @@ def window_block(block, axis, window):
 
 
 def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kwargs):
-    """A sliding window view of ``x``, as ``numpy.lib.stride_tricks.sliding_window_view``.
+    """A sliding window view of ``x``, as ``numpy.lib.stride_tricks.sliding_window_view``, over
+    ``x``'s own chunks (``da.sliding_window_view``, ``overlap.sliding_window_view``, rechunks
+    as dask first).
 
     The window dimensions come last. Each output block reads its block plus ``window - 1``
     following elements (a gather), then NumPy makes the windows on it (``blockwise``).
@@ -1522,4 +1524,4 @@ class VIndex:
         return x if shape == x.shape else reshape(x, shape)
 
 
-__all__ = ["apply_along_axis", "atop", "blockwise", "map_blocks", "map_overlap", "sliding_window_view"]
+__all__ = ["apply_along_axis", "atop", "blockwise", "map_blocks", "map_overlap"]

@@ -15,7 +15,7 @@ from ..tra.vjp import register_partials
 from .creation import asarray
 from .elementwise import elementwise, subtract
 from .kernels import Op, Triangle, npx
-from .rechunk import run_chunks, take
+from .rechunk import run_chunks, take, unified_chunks
 from .relations import BlockSource, auto_chunks, axes_of, axis_of, grid, offsets, param_relation, wrap, wrap_source
 from .stacking import concatenate
 from .structure import ravel, reshape
@@ -110,16 +110,18 @@ register_partials(broadcast_like, (1, 0))
 def broadcast_arrays(*args, subok=False):
     """numpy.broadcast_arrays with dask's chunks: the arrays' chunks unified along the dims they
     share (``unify_chunks``), and each broadcast dim chunked as the arrays that span it."""
-    from dask.array.core import broadcast_chunks
-
-    from .blocklayout import unify_chunks
-
     arrays = [asarray(a) for a in args]
-    if len(arrays) > 1:
-        _, arrays = unify_chunks(*[v for a in arrays for v in (a, tuple(reversed(range(a.ndim))))])
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
-    chunks = broadcast_chunks(*[a.chunks for a in arrays])
-    return tuple(broadcast_to(a, shape, chunks=chunks) for a in arrays)
+    chunks = []
+    for d, n in enumerate(shape):
+        spans = [a.chunks[i] for a in arrays if (i := d - len(shape) + a.ndim) >= 0 and a.shape[i] == n != 1]
+        chunks.append(unified_chunks(spans) if spans else (n,))
+    out = []
+    for a in arrays:
+        own = tuple(chunks[len(shape) - a.ndim :])
+        mine = tuple(c if n != 1 else (1,) for c, n in zip(own, a.shape))
+        out.append(broadcast_to(a if mine == a.chunks else a.rechunk(mine), shape, chunks=tuple(chunks)))
+    return tuple(out)
 
 
 def _triangle(which):
