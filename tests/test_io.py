@@ -380,3 +380,13 @@ def test_from_delayed_on_a_cluster(client, data):
     from dask import delayed
     x = da.from_delayed(delayed(np.add)(data, 1), shape=data.shape, dtype=data.dtype)
     np.testing.assert_allclose(x.rechunk((100, 150)).sum(axis=0).compute(), (data + 1).sum(axis=0))
+
+
+@pytest.mark.parametrize("chunks, want", [(True, (130, 70)), (None, None), ((10, 20), (10, 20))])
+def test_to_hdf5_chunks_as_asked(tmp_path, data, chunks, want):
+    """An explicit chunks tuple was dropped (the dataset was written contiguous)."""
+    x = da.from_array(data, chunks=(130, 70))
+    da.to_hdf5(tmp_path / "c.h5", "/x", x, chunks=chunks)
+    with h5py.File(tmp_path / "c.h5", "r") as f:
+        np.testing.assert_array_equal(f["x"][...], data)
+        assert f["x"].chunks == want

@@ -557,7 +557,8 @@ def to_hdf5(filename, *args, chunks=True, **kwargs):
     *args
         A dataset path and an array, or one dict ``{dataset path: array}``.
     chunks : bool or tuple, optional
-        True (default): HDF5 chunks like the arrays' first blocks; otherwise ``h5py``'s.
+        True (default): HDF5 chunks like the arrays' first blocks; a tuple: those HDF5 chunks;
+        None: no HDF5 chunks (a contiguous dataset).
     **kwargs
         Passed to ``h5py``'s ``require_dataset`` (``compression=``, ...).
 
@@ -587,7 +588,7 @@ def to_hdf5(filename, *args, chunks=True, **kwargs):
                 dp,
                 shape=x.shape,
                 dtype=x.dtype,
-                chunks=tuple(max(c[0], 1) for c in x.chunks) if chunks is True and x.ndim else None,
+                chunks=(tuple(max(c[0], 1) for c in x.chunks) if x.ndim else None) if chunks is True else chunks,
                 **kwargs,
             )
             for dp, x in data.items()
