@@ -1303,8 +1303,8 @@ def window_block(block, axis, window):
 
 def sliding_window_view(x, window_shape, axis=None, automatic_rechunk=True, **kwargs):
     """A sliding window view of ``x``, as ``numpy.lib.stride_tricks.sliding_window_view``, over
-    ``x``'s own chunks (``da.sliding_window_view``, ``overlap.sliding_window_view``, rechunks
-    as dask first).
+    ``x``'s own chunks (``da.sliding_window_view`` is ``overlap.sliding_window_view``, which
+    rechunks as dask does, then calls this).
 
     The window dimensions come last. Each output block reads its block plus ``window - 1``
     following elements (a gather), then NumPy makes the windows on it (``blockwise``).

@@ -109,7 +109,8 @@ register_partials(broadcast_like, (1, 0))
 @derived_from(np)
 def broadcast_arrays(*args, subok=False):
     """numpy.broadcast_arrays with dask's chunks: the arrays' chunks unified along the dims they
-    share (``unify_chunks``), and each broadcast dim chunked as the arrays that span it."""
+    share (as dask's ``unify_chunks``), and each broadcast dim chunked as the arrays that span it.
+    ``subok`` is accepted for dask's signature."""
     arrays = [asarray(a) for a in args]
     shape = np.broadcast_shapes(*[a.shape for a in arrays])
     chunks = []

@@ -42,6 +42,7 @@ from .search import (
     input_alt,
     inputs_of,
     kind_of,
+    memoized,
     search,
     views_of,
 )
@@ -335,12 +336,7 @@ def _one_candidate(node, strategy, cand, inputs, present, s, rates, memo=None):
     ``search.plan_node``'s, for one costing of a plan's operators."""
     kind, views = kind_of(node), views_of(inputs, present)
     key = costing_key(node, kind, views, cand.strategy) if memo is not None and not TERMS else None
-    found = memo.get(key) if key is not None else None
-    if found is None:
-        found = _candidates(node, kind, views, s, cand.strategy, rates)
-        if key is not None:
-            memo[key] = found
-    return found.get(cand.strategy)
+    return memoized(memo, key, partial(_candidates, node, kind, views, s, cand.strategy, rates)).get(cand.strategy)
 
 
 def _seen(inputs, present) -> tuple:

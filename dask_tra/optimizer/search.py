@@ -27,6 +27,7 @@ import builtins
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -320,11 +321,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
         pruner = Pruner(node, combo, rates, keep, options, s) if prunes and only is None else None
         views = views_of(combo)
         key = costing_key(node, kind, views, only) if memo is not None and pruner is None and not TERMS else None
-        cands = memo.get(key) if key is not None else None
-        if cands is None:
-            cands = candidates(node, kind, views, s, only=only, rates=rates, prune=pruner)
-            if key is not None:
-                memo[key] = cands
+        cands = memoized(memo, key, partial(candidates, node, kind, views, s, only=only, rates=rates, prune=pruner))
         if wanted is not None and not any(wanted.admits(st) for st in cands):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
@@ -378,6 +375,16 @@ def costing_key(node, kind, views, only) -> tuple:
             for v in views
         ),
     )
+
+
+def memoized(memo, key, cost):
+    """``cost()``, made once per ``key`` in ``memo`` (a key of None: made every time)."""
+    if key is None:
+        return cost()
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = cost()
+    return found
 
 
 def flows(cand, s) -> tuple[np.ndarray, np.ndarray]:
@@ -483,4 +490,15 @@ def _research(order, fused, alts, s, memory_limit, force, keep, rates, fixed, me
     return out
 
 
-__all__ = ["search", "costing_key", "COSTS", "MemoryLimitError", "kind_of", "Alt", "chosen", "input_alt", "plan_node"]
+__all__ = [
+    "search",
+    "costing_key",
+    "memoized",
+    "COSTS",
+    "MemoryLimitError",
+    "kind_of",
+    "Alt",
+    "chosen",
+    "input_alt",
+    "plan_node",
+]
