@@ -220,6 +220,48 @@ def test_a_slice_in_the_middle_reads_only_its_blocks():
     np.testing.assert_array_equal(y.compute(scheduler="sync"), np.full((100, 2000), 2.0))
 
 
+def test_a_slice_of_x_plus_its_transpose_reads_x_once_with_no_filter_left():
+    """Both reads of ``x`` are cut to its block (0, 0), by two paths (one through the
+    transpose): the two cuts are one predicate, merged, and the merged cut moves into the
+    inputs, so the simplified expression filters nothing."""
+    x = da.zeros((2000, 2000), chunks=500).map_blocks(_located, dtype=float)
+    y = (x + x.T)[:100, :100]
+    (after,) = simplify([y.expr])
+    nodes = walk_many([after])
+    assert not [n for n in nodes if isinstance(n, Filter)], render(after)
+    assert len([n for n in nodes if isinstance(n, Join) and n.kernel.name == "located"]) == 1
+    assert_same_relation(y.expr, after, y.sources)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.frozensets(st.integers(0, 3))), min_size=1, max_size=5),
+    st.randoms(use_true_random=False),
+)
+def test_block_set_conjunctions_have_one_form_whatever_their_order(parts, rnd):
+    """A conjunction of block sets tests what the parts do together, and is equal (so merged
+    by common sub-expressions) to the same parts conjoined in any other order."""
+    import itertools
+
+    preds = [KeyPred.blocks_in(d, b, f"in{sorted(b)}@{d}") for d, b in parts]
+
+    def conjoin(ps):
+        out = ps[0]
+        for p in ps[1:]:
+            out = KeyPred.conjunction(out, p)
+        return out
+
+    shuffled = list(preds)
+    rnd.shuffle(shuffled)
+    a, b = conjoin(preds), conjoin(shuffled)
+    assert a == b and a.dims == frozenset(d for d, _ in parts)
+    for key in itertools.product(range(4), repeat=3):
+        assert a(key) == all(key[d] in blocks for d, blocks in parts)
+    moved = a.read_dims(lambda d: 2 - d)  # read through a reversal of the 3 dims
+    for key in itertools.product(range(4), repeat=3):
+        assert moved(key) == a(key[::-1])
+
+
 def test_transposes_and_identity_rekeys_cancel():
     x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)
     (after,) = simplify([x.T.T.expr])

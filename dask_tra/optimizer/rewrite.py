@@ -54,8 +54,17 @@ def _pred_after(pred: KeyPred, keymap: KeyMap, key: tuple) -> bool:
 
 def pred_after(pred: KeyPred, keymap: KeyMap) -> KeyPred:
     """``key -> pred(keymap(key))``: a Filter's predicate read before a ReKey."""
+    direct = pred.read_dims(lambda d: _copied_dim(keymap, d))
+    if direct is not None:
+        return direct
     dims = None if pred.dims is None else keymap.copied(pred.dims)
     return KeyPred(Bound(_pred_after, pred, keymap), pred.name, dims)
+
+
+def _copied_dim(keymap: KeyMap, dim: int) -> int | None:
+    """The input dim that output dim ``dim`` of ``keymap`` copies, or None."""
+    copied = keymap.copied((dim,))
+    return next(iter(copied)) if copied else None
 
 
 # ---------------------------------------------------------------- the rules
@@ -280,13 +289,14 @@ def same_work(old: Expr, new: Expr) -> Expr:
 
 
 def common_subexpressions(
-    exprs: tuple[Expr, ...], memo: dict | None = None, readers: Counter | None = None
+    exprs: tuple[Expr, ...], memo: dict | None = None, readers: Counter | None = None, merged: list | None = None
 ) -> tuple[Expr, ...]:
     """``exprs`` with nodes that compute the same thing from the same inputs merged into one: by
     their content token where the array layer named them (``dag.TOKEN``: a digest of the node
     and everything below it, what equal array names rest on), else by ``content`` and their
     merged children. ``memo`` (id -> (node, content)) carries contents from one call to the next;
-    ``readers`` (id -> count) gets, for each node of the merged DAG, the operators reading it."""
+    ``readers`` (id -> count) gets, for each node of the merged DAG, the operators reading it;
+    ``merged`` gets one item per node merged into another."""
     seen: dict[Any, Expr] = {}
     done: dict[int, Expr] = {}
     counted: set[int] = set()
@@ -303,6 +313,8 @@ def common_subexpressions(
             own = hit[1]
             key = None if own is None else (own, tuple(id(k) for k in kids))
         found = seen.get(key) if key is not None else None
+        if found is not None and merged is not None:
+            merged.append(node)
         if found is None:
             found = (
                 node if all(k is c for k, c in zip(kids, node.children)) else same_work(node, with_children(node, kids))
@@ -319,22 +331,24 @@ def common_subexpressions(
 # ---------------------------------------------------------------- the driver
 
 
-ROUNDS = 3  # passes at most: a pass that cuts shared results gives the next more to move
+ROUNDS = 3  # passes at most: a pass that cuts shared results, or makes nodes equal, gives the next more to move
 
 
 def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
     """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
     merged before and after; then, where every reader of a shared result filters it, the
-    result is cut to the box of blocks they keep (``_cut_shared``) and the pass runs again.
-    Each result has its expression's exact type."""
+    result is cut to the box of blocks they keep (``_cut_shared``) and the pass runs again, as
+    it does when the rewrites made nodes equal (two slices of ``x`` reached by two paths). Each
+    result has its expression's exact type."""
     exprs = tuple(exprs)
     try:
         for _ in range(ROUNDS):
-            exprs = _simplify_once(exprs, rules)
+            merged: list = []
+            exprs = _simplify_once(exprs, rules, merged)
             cut = _cut_shared(exprs)
-            if cut is None:
+            if cut is None and not merged:
                 break
-            exprs = cut
+            exprs = exprs if cut is None else cut
         return exprs
     finally:
         _seen.clear()  # it keeps kernels alive (their index arrays too): only while simplifying
@@ -383,7 +397,9 @@ def _box_cut(node: Expr, filters: list) -> Expr:
     return node
 
 
-def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Expr, ...]:
+def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...], merged: list) -> tuple[Expr, ...]:
+    """One pass of ``rules`` over the merged DAG; ``merged`` gets the nodes that the rewrites
+    made equal (the next pass may move more through them)."""
     memo: dict = {}
     readers: Counter = Counter()  # id -> operators (and roots) reading it
     exprs = common_subexpressions(tuple(exprs), memo, readers)
@@ -447,7 +463,7 @@ def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...]) -> tuple[Ex
             replaced(cur, same_work(cur, rewrite))
             redirect[id(node)] = rewrite
     out = tuple(done[id(e)] for e in exprs)
-    return common_subexpressions(out, memo) if redirect else out  # rewrites can make equal nodes
+    return common_subexpressions(out, memo, merged=merged) if redirect else out  # rewrites can make equal nodes
 
 
 def _first_rewrite(node: Expr, rules: tuple[Rule, ...], sole: Sole) -> Expr | None:

@@ -94,10 +94,61 @@ class KeyPred:
         return bool(self.fn(key))
 
     @classmethod
+    def blocks_in(cls, dim: int, blocks: frozenset, name: str) -> "KeyPred":
+        """``key[dim] in blocks``."""
+        return cls(Bound(dims_in, (dim,), frozenset(blocks)), name, frozenset({dim}))
+
+    def block_set(self) -> tuple | None:
+        """(dim, blocks) when this predicate is ``key[dim] in blocks``, else None."""
+        fn = self.fn
+        if isinstance(fn, Bound) and fn.fn is dims_in and len(fn.params[0]) == 1:
+            if isinstance(fn.params[1], frozenset):
+                return fn.params[0][0], fn.params[1]
+        return None
+
+    @classmethod
     def conjunction(cls, first: "KeyPred", then: "KeyPred") -> "KeyPred":
-        """``then(k) and first(k)``: ``then`` is tested first, as when it was the inner filter."""
+        """``then(k) and first(k)``: ``then`` is tested first, as when it was the inner filter.
+        Block sets are kept in one form, one per dim in dim order (``canonical``), so that equal
+        slices reached by different paths compare equal."""
+        merged = cls.canonical(then.conjuncts() + first.conjuncts())
+        if merged is not None:
+            return merged
         dims = None if first.dims is None or then.dims is None else first.dims | then.dims
         return cls(Bound(both, first, then), f"{first}∧{then}", dims)
+
+    @classmethod
+    def canonical(cls, parts: Sequence["KeyPred"]) -> "KeyPred | None":
+        """The conjunction of ``parts`` when each is a block set: one block set per dim (the
+        parts on a dim intersected), in dim order; None when some part is another predicate."""
+        by_dim: dict = {}
+        for p in parts:
+            one = p.block_set()
+            if one is None:
+                return None
+            by_dim.setdefault(one[0], []).append((one[1], p.name))
+        out: KeyPred | None = None
+        dims: frozenset = frozenset()
+        for d in sorted(by_dim):
+            sets = by_dim[d]
+            kept = frozenset.intersection(*(b for b, _ in sets))
+            part = cls.blocks_in(d, kept, sets[0][1] if len(sets) == 1 else f"inBlocks{sorted(kept)}")
+            dims |= {d}
+            out = part if out is None else cls(Bound(both, part, out), f"{out}∧{part}", dims)
+        return out
+
+    def read_dims(self, source: Callable[[int], int | None]) -> "KeyPred | None":
+        """This predicate read where dim d of the key it tests is dim ``source(d)`` of another
+        key, in closed form, when it is a conjunction of block sets and every dim has a source;
+        else None."""
+        parts = []
+        for p in self.conjuncts():
+            one = p.block_set()
+            s = None if one is None else source(one[0])
+            if s is None:
+                return None
+            parts.append(KeyPred.blocks_in(s, one[1], p.name))
+        return KeyPred.canonical(parts)
 
     def conjuncts(self) -> tuple:
         """The predicates this one is the conjunction of, in the order they are tested (itself
@@ -111,6 +162,9 @@ class KeyPred:
     def reindexed(cls, pred: "KeyPred", source: dict, arity: int) -> "KeyPred":
         """``pred`` read through a dim map: it sees a key of ``arity`` dims whose dim d is
         ``key[source[d]]``. Dims outside ``source`` read 0, so ``pred`` must not read them."""
+        direct = pred.read_dims(source.get)
+        if direct is not None:
+            return direct
         dims = None if pred.dims is None else frozenset(source[d] for d in pred.dims)
         return cls(Bound(read_through, pred, source, arity), pred.name, dims)
 
