@@ -283,6 +283,7 @@ CASES = {
     "slice": (lambda m, x: m.sum(m.exp(x[1:4, 2:])), [M], False),
     "slice-blocks": (lambda m, x: m.sum(m.exp(x[2:, 4:])), [M], False),
     "slice-step": (lambda m, x: m.sum(m.exp(x[::2, 1::3])), [M], False),
+    "slice-in-blocks": (lambda m, x: m.sum(m.exp(x[:1, 1:3])) + m.sum(x[:, ::4] ** 2), [M], False),  # Cut
     "int-index": (lambda m, x: m.sum(m.exp(x[1])) + m.sum(x[:, 2] ** 2), [M], False),
     "fancy-index-repeats": (lambda m, x: m.sum(m.exp(x[[0, 2, 2, 4]])) + m.sum(m.repeat(x, 2, 0) ** 2), [M], False),
     "flip": (lambda m, x: m.sum(m.flip(x, 1) * m.exp(x)), [M], False),

@@ -165,3 +165,30 @@ def test_narrowed_generated_inputs_keep_values():
         for key in ([5, 1, 12], (slice(2, 9, 3), [9, 0]), (-1, slice(None, None, -2)), np.arange(13) % 4 == 1):
             np.testing.assert_array_equal(x[key].compute(), a[key])
         np.testing.assert_array_equal(x[2:][[3, 0]][1:].compute(), a[2:][[3, 0]][1:])
+
+
+@pytest.mark.parametrize(
+    "key, cuts",
+    [
+        ((slice(1, 3), slice(5, 7)), 2),  # inside block (0, 1)
+        ((slice(None), slice(None, None, 4)), 1),  # position 0 of every column block
+        ((slice(4, 3, -1), 9), 2),  # one position of one block on each axis
+        ((slice(None, None, 2), slice(None)), 0),  # positions differ between row blocks: pieces
+    ],
+)
+def test_slices_inside_blocks_cut_each_block_with_no_piece_relation(key, cuts):
+    """Where each new block is one piece of its own old block, at the same positions in each,
+    the slice is a per-block ``Cut`` (no piece relation joined); values and chunks as dask's."""
+    import dask.array as dda
+
+    from dask_tra.array.kernels import Cut, Take
+    from dask_tra.tra.dag import walk_many
+
+    a = np.random.default_rng(3).normal(size=(13, 12))
+    chunks = ((3, 1, 5, 4), (4, 4, 4))
+    y = da.from_array(a, chunks=chunks)[key]
+    np.testing.assert_array_equal(y.compute(), a[key])
+    assert y.chunks == dda.from_array(a, chunks=chunks)[key].chunks
+    kernels = [getattr(n, "kernel", None) for n in walk_many([y.expr])]
+    assert sum(isinstance(k, Cut) for k in kernels) == cuts
+    assert any(isinstance(k, Take) for k in kernels) == (cuts == 0)

@@ -230,18 +230,47 @@ class Take(ChunkFunction):
         self.name = f"take[{self.axis}]"
 
     def run(self, chunk, p):
-        axis = self.axis
-        if p.shape[0] == 4 and p[3] == -1:
-            start, step, n = int(p[0]), int(p[1]), int(p[2])
-            last = start + step * (n - 1)
-            index = [slice(None)] * chunk.ndim
-            index[axis] = slice(min(start, last), max(start, last) + 1, abs(step))
-            out = chunk[tuple(index)]  # a reversed run: the forward slice, flipped (torch has no negative steps)
-            return out if step > 0 else npx(out).flip(out, axis)
-        return npx(chunk).take(chunk, p, axis=axis)
+        return take_positions(chunk, p, self.axis)
 
     def out_axes(self, frontier, xa, pa):
         return along(xa, self.axis, ChunkAxis((self.axis, self.piece_dim), self.sizes))
+
+
+def take_positions(chunk, p, axis):
+    """The positions ``p`` of ``chunk`` along ``axis`` (``Take``'s encoding)."""
+    if p.shape[0] == 4 and p[3] == -1:
+        start, step, n = int(p[0]), int(p[1]), int(p[2])
+        last = start + step * (n - 1)
+        index = [slice(None)] * chunk.ndim
+        index[axis] = slice(min(start, last), max(start, last) + 1, abs(step))
+        out = chunk[tuple(index)]  # a reversed run: the forward slice, flipped (torch has no negative steps)
+        return out if step > 0 else npx(out).flip(out, axis)
+    return npx(chunk).take(chunk, p, axis=axis)
+
+
+def _listed(p):
+    """``Take``'s encoding of positions as the list of positions."""
+    p = np.asarray(p)
+    return int(p[0]) + int(p[1]) * np.arange(int(p[2])) if p.shape[0] == 4 and p[3] == -1 else p
+
+
+class Cut(Kernel):
+    """The same positions of every block along ``axis`` (``Take``'s encoding): the gather where
+    each new block is one piece of its own old block, with no piece relation to join."""
+
+    def __init__(self, axis, positions, dtype):
+        self.axis, self.positions = int(axis), np.asarray(positions, dtype=np.int64)
+        self._dtype = np.dtype(dtype)
+        self.name = f"cut[{self.axis}]"
+
+    def __call__(self, chunk):
+        return take_positions(chunk, self.positions, self.axis)
+
+    def out_axes(self, frontier, axes):
+        return along(axes, self.axis, ChunkAxis.const(len(_listed(self.positions))))
+
+    def out_dtype(self, dtype):
+        return np.dtype(dtype)
 
 
 class Concatenate(ChunkFunction):
@@ -652,14 +681,26 @@ def _with_extent_axes(frontier, pa, ea):
 
 def _scatter(axis, dtype, gc, ep):
     """A piece's gradient placed in zeros of its block's extent (``ep``: extent, then positions)."""
-    ext_, p = int(ep[0]), np.asarray(ep[1:])
     shape = list(gc.shape)
-    shape[axis] = ext_
+    shape[axis] = int(ep[0])
     b = backends.backend_of(gc)
     out = b.zeros(shape, dtype, b.device_of(gc))
-    if p.shape[0] == 4 and p[3] == -1:  # a strided slice: (start, step, count, -1)
-        p = int(p[0]) + int(p[1]) * np.arange(int(p[2]))
-    return b.add_at(out, axis, p, gc)
+    return b.add_at(out, axis, _listed(ep[1:]), gc)
+
+
+def _uncut(axis, positions, dtype, xc, gc):
+    """A cut's gradient placed in zeros of its block's shape."""
+    b = backends.backend_of(gc)
+    out = b.zeros(tuple(xc.shape), dtype, b.device_of(gc))
+    return b.add_at(out, axis, _listed(positions), gc)
+
+
+@register_vjp(Cut)
+def _cut_transform(node, g, x, y):
+    k, dtype = node.kernel, node.child.type.dtype
+    return x.zip(
+        g, GradKernel(f"uncut[{k.axis}]", Bound(_uncut, k.axis, k.positions, dtype), 2, axes=first_axes, dtype=dtype)
+    )
 
 
 @register_vjp(Take, kind="join", context=True)
@@ -727,6 +768,7 @@ __all__ = [
     "Pack",
     "Unpack",
     "Take",
+    "Cut",
     "Concatenate",
     "Triangle",
     "Permute",

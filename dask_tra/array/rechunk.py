@@ -11,9 +11,10 @@ chunks list a piece's positions inside its old block. The lowering:
     ReKey((old, piece) -> (new block, position))        place the pieces
     Concat(position, axis)                              only when a new block has >1 piece
 
-Two shortcuts need no piece relation: new blocks made of whole old blocks (slices on block
-boundaries, merging rechunks: Filter, ReKey, Concat) and old blocks cut into equal tiles
-(splitting rechunks: Tile, ReKey).
+Three shortcuts need no piece relation: new blocks made of whole old blocks (slices on block
+boundaries, merging rechunks: Filter, ReKey, Concat), old blocks cut into equal tiles
+(splitting rechunks: Tile, ReKey), and each new block one piece of its own old block at the
+same positions in each (a slice inside one block: Filter, ReKey, Transform(cut)).
 
 Every old block gets the same number of pieces (padding with empty ones) and every new
 block the same number of positions (filling with the empty ones), so every relation on the
@@ -27,11 +28,11 @@ from numbers import Integral
 
 import numpy as np
 
-from ..tra import Concat, Filter, Join, ReKey, Tile
+from ..tra import Concat, Filter, Join, ReKey, Tile, Transform
 from ..tra.expr import keep_blocks
 from ..tra.kernels import Bound
 from ..tra.keyfuncs import KeyMap, KeyPred, dims_in
-from .kernels import Take
+from .kernels import Cut, Take
 from .relations import Rel, grid, offsets, param_relation, rel_of
 
 
@@ -100,7 +101,11 @@ def gather(x, axis: int, src, out_chunks) -> Rel:
     covered = {j for _, j, _ in pieces}
     first = pieces[0][0] if pieces else 0
     pieces += [(first, j, local[:0]) for j in range(len(out_chunks)) if j not in covered]
-    fast = _whole_blocks(x, axis, pieces, in_chunks) or _tiles(x, axis, pieces, in_chunks)
+    fast = (
+        _whole_blocks(x, axis, pieces, in_chunks)
+        or _tiles(x, axis, pieces, in_chunks)
+        or _cut_each(x, axis, pieces, in_chunks)
+    )
     if fast is not None:
         return Rel(fast, x.sources)
     used = sorted({i for i, _, _ in pieces})
@@ -164,20 +169,41 @@ def _whole_blocks(x, axis, pieces, in_chunks):
     for i, j, _ in pieces:
         place[i] = (j, seen.get(j, 0))
         seen[j] = seen.get(j, 0) + 1
-    expr, n, r = x.expr, x.expr.type.key_arity, int(counts[0])
+    r = int(counts[0])
+    expr = _placed_blocks(x, axis, place, r > 1, in_chunks)
+    return Concat(expr, x.expr.type.key_arity, axis) if r > 1 else expr
+
+
+def _cut_each(x, axis, pieces, in_chunks):
+    """Each new block is one piece of its own old block, at the same positions in each (a slice
+    inside one block, ``x[::2]`` of even blocks): Filter(blocks used) -> ReKey(old -> new) ->
+    Transform(cut)."""
+    olds, news = [i for i, _, _ in pieces], [j for _, j, _ in pieces]
+    if len(set(olds)) < len(olds) or len(set(news)) < len(news) or not len(pieces[0][2]):
+        return None
+    encoded = [_encode(loc) for _, _, loc in pieces]
+    if any(not np.array_equal(e, encoded[0]) for e in encoded[1:]):
+        return None
+    expr = _placed_blocks(x, axis, {i: (j, 0) for i, j, _ in pieces}, False, in_chunks)
+    return Transform(expr, Cut(axis, encoded[0], x.expr.type.dtype))
+
+
+def _placed_blocks(x, axis, place, numbered, in_chunks):
+    """The old blocks in ``place`` (old -> (new block, position)) renumbered to their new
+    blocks: Filter(blocks used) if some are not, then ReKey."""
+    expr, n = x.expr, x.expr.type.key_arity
     if len(place) < len(in_chunks):
         expr = Filter(
             expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}", frozenset({axis}))
         )
-    expr = ReKey(
+    return ReKey(
         expr,
         KeyMap(
-            Bound(_place_block, axis, r > 1, place),
+            Bound(_place_block, axis, numbered, place),
             f"placeBlocks[{axis}]",
-            copies=_all_but(axis, n) + ((None,) if r > 1 else ()),
+            copies=_all_but(axis, n) + ((None,) if numbered else ()),
         ),
     )
-    return Concat(expr, n, axis) if r > 1 else expr
 
 
 def _tiles(x, axis, pieces, in_chunks):

@@ -14,7 +14,7 @@ derivatives (``register_partials``); nothing reads a kernel's display name:
   optimizer plans; for matmul gL = G·Rᵀ, gR = Lᵀ·G) and ``Reduce``;
 - ``dask_tra/array/kernels.py``: the frontend's ``ElementwiseOp`` (NumPy ufuncs' partials;
   ``Transform(multiply[·,2])`` reads its baked scalar from the kernel's ``args``),
-  ``Permute``, ``Reshape``, the gather ``Take``, ``Concatenate``, ``Triangle``;
+  ``Permute``, ``Reshape``, the gather ``Take`` and ``Cut``, ``Concatenate``, ``Triangle``;
 - ``dask_tra/array/elementwise.py``, ``reductions.py``, ``manipulation.py``: the partials of
   the frontend's own functions on values (``where``, ``clip``, ``astype``, ...), next to them;
 - here: the dispatch (``transform_vjp``, ``join_vjp``).
