@@ -342,6 +342,15 @@ def test_a_join_of_co_located_inputs_is_planned_without_a_search(monkeypatch):
     res = execute(lazy.root, {"X": rx, "Y": rx})
     assert res.bytes_moved == 0
     np.testing.assert_allclose(assemble(far.type, project(lazy.root, res)), np.exp(x) + x)
+    asked.clear()
+    both = Join(Input("Z", tx), Input("Y", tx), (0, 1), (0, 1), K.Elementwise("add", lambda xp, a, b: a + b, 2))
+    free = plan(both, 3)  # both free, paired key for key: co-partitioned, the one layout any gives
+    assert asked and all(o is not None and o.name == "copart" for o in asked)
+    searched = plan(both, 3, force={"join": "bcast-left"})
+    assert free.cost.bytes_moved == searched.cost.bytes_moved == 0
+    assert free.cost.seconds == pytest.approx(searched.cost.seconds)
+    res = execute(free.root, {"Z": rx, "Y": rx})
+    np.testing.assert_allclose(assemble(both.type, project(free.root, res)), 2 * x)
 
 
 @pytest.mark.parametrize("s", [2, 4, 8])

@@ -24,7 +24,7 @@ import numpy as np
 from ..ia.partitioning import part
 from .movers import Contraction, SymbolicAggregator, SymbolicMover, SymbolicSummer, grid_products, symbolic_bytes
 from .operators.base import OperatorKind, planning, run
-from .operators.registry import Align, EinDecomp, Local, Strategy
+from .operators.registry import Align, Copart, EinDecomp, Local, Strategy
 from .symbolic import Cand, Detail, Moves, grid_layout, key_bytes, key_elements, row_counts, wsum
 
 
@@ -117,10 +117,15 @@ def _align(join, views, f, m, s):
     return mover.mv, kept
 
 
-def co_located(join, views, s) -> Align | None:
+def co_located(join, views, s) -> Strategy | None:
     """The align strategy under which this join moves nothing (its inputs' partners already sit
     together, or one side is free: made where its partners are), or None: then it is the plan,
-    with no search (``search.plan_node``)."""
+    with no search (``search.plan_node``). Two free inputs paired key for key (a block
+    function's ``block_info``) are co-partitioned: every join strategy lays them out alike."""
+    left, right = join.left.type, join.right.type
+    if views[0].free and views[1].free:
+        whole = join.left_keys == tuple(range(left.key_arity)) == join.right_keys
+        return Copart() if whole and join.left_keys and left.frontier == right.frontier else None
     for f, m, side in ((0, 1, "right"), (1, 0, "left")):
         if views[f].free or not join.left_keys:
             continue
