@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -482,8 +483,11 @@ def scheduler(kind, workers=4, processes=False):
 # ----------------------------------------------------------------------------------- running
 
 def run_suite(sizes: Sizes, repeats=5, schedulers=("threads", "cluster"), only=None, libraries=LIBRARIES,
-              workers=4, processes=False, warm_plans=False, probes=3, log=print) -> dict:
-    """Every workload on every scheduler: {'rows': [...], 'meta': {...}}."""
+              workers=4, processes=False, warm_plans=False, probes=3, log=print, on_row=None) -> dict:
+    """Every workload on every scheduler: {'rows': [...], 'meta': {...}}. ``on_row(result)`` gets
+    the result so far after each row (``meta.partial`` set): ``main`` saves it, so a run stopped
+    late keeps what it measured."""
+    from .cli import load, machine, versions
     _fresh.warm_plans = warm_plans
     blas = single_blas_thread()
     log(f"[everyday] {blas}")
@@ -497,7 +501,17 @@ def run_suite(sizes: Sizes, repeats=5, schedulers=("threads", "cluster"), only=N
         if unknown:
             raise SystemExit(f"unknown workloads {sorted(unknown)}; choose from {[w.name for w in WORKLOADS]}")
         wls = [w for w in WORKLOADS if w.name in wanted]
+    vs = versions()
+    with contextlib.suppress(ImportError):
+        import xarray
+        import zarr
+        vs.update(xarray=xarray.__version__, zarr=zarr.__version__)
+    if "dask-array" in libs:
+        import dask_array
+        vs["dask-array"] = getattr(dask_array, "__version__", "?")
     rows, described = [], {}
+    meta = dict(machine=machine(), versions=vs, repeats=repeats, probes=probes, schedulers=described,
+                libraries=list(libs), skipped=skipped, sizes=sizes.__dict__, warm_plans=warm_plans, blas=blas)
     t_start = time.time()
     d = tempfile.mkdtemp(prefix="everyday-")
     try:
@@ -516,21 +530,12 @@ def run_suite(sizes: Sizes, repeats=5, schedulers=("threads", "cluster"), only=N
                         row = run_step(w, step, libs, ctxs[w.name], repeats, kind, log, probes)
                         rows.append(row)
                         log(text_row(row) + f"   ({time.time() - t0:.0f}s)")
+                        if on_row is not None:
+                            on_row(dict(rows=rows, meta=dict(meta, load_after=load(), partial=True,
+                                                             elapsed_s=time.time() - t_start)))
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    from .cli import load, machine, versions
-    vs = versions()
-    with contextlib.suppress(ImportError):
-        import xarray
-        import zarr
-        vs.update(xarray=xarray.__version__, zarr=zarr.__version__)
-    if "dask-array" in libs:
-        import dask_array
-        vs["dask-array"] = getattr(dask_array, "__version__", "?")
-    meta = dict(machine=machine(), versions=vs, load_after=load(), elapsed_s=time.time() - t_start,
-                repeats=repeats, probes=probes, schedulers=described, libraries=list(libs), skipped=skipped,
-                sizes=sizes.__dict__, warm_plans=warm_plans, blas=blas)
-    return dict(rows=rows, meta=meta)
+    return dict(rows=rows, meta=dict(meta, load_after=load(), elapsed_s=time.time() - t_start))
 
 
 # ------------------------------------------------------------------------------------ report
@@ -703,6 +708,46 @@ def markdown_section(result, command, png=None) -> str:
 
 # ----------------------------------------------------------------------------------------- cli
 
+def save(result, path, command) -> None:
+    """``result`` (with ``command``) written to ``path`` as ``--json`` does, atomically."""
+    result["meta"]["command"] = command
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def merged(results) -> dict:
+    """Several runs' results as one: rows in the suite's order (scheduler, then workload), a
+    later run's row replacing an earlier one's for the same step; the first run's meta, with
+    every run's command and meta under ``runs``."""
+    if len(results) == 1:
+        return results[0]
+    by_step = {}
+    for r in results:
+        for row in r["rows"]:
+            by_step[(row["scheduler"], row["workload"], row["step"])] = row
+    scheds = ["threads", "cluster"]
+    names = [w.name for w in WORKLOADS]
+    order = {}
+    for r in results:
+        for row in r["rows"]:
+            order.setdefault((row["scheduler"], row["workload"], row["step"]), len(order))
+
+    def place(k):
+        sched, wl, _ = k
+        return (scheds.index(sched) if sched in scheds else len(scheds),
+                names.index(wl) if wl in names else len(names), order[k])
+    meta = dict(results[0]["meta"])
+    meta["runs"] = [r["meta"] for r in results]
+    meta["command"] = " + ".join(f"`{r['meta'].get('command', '?')}`" for r in results).strip("`")
+    meta["skipped"] = {k: v for r in results for k, v in r["meta"].get("skipped", {}).items()}
+    meta["schedulers"] = {k: v for r in results for k, v in r["meta"]["schedulers"].items()}
+    meta["elapsed_s"] = sum(r["meta"]["elapsed_s"] for r in results)
+    meta["load_after"] = results[-1]["meta"]["load_after"]
+    return dict(rows=[by_step[k] for k in sorted(by_step, key=place)], meta=meta)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m benchmarks everyday", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -716,10 +761,12 @@ def parse_args(argv):
     p.add_argument("--warm-plans", action="store_true", help="keep dask_tra's plan cache between runs")
     p.add_argument("--size", action="append", default=[], metavar="NAME=N",
                    help="override a size: " + ", ".join(Sizes.__dataclass_fields__))
-    p.add_argument("--json", default=None, metavar="FILE", help="write every measurement to FILE")
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="write every measurement to FILE (after each row: a stopped run keeps its rows)")
     p.add_argument("--write", default=None, metavar="MD", help="fill the everyday section of this Markdown file")
-    p.add_argument("--from-json", default=None, metavar="FILE",
-                   help="run nothing: redraw the table, plot and --write section from a --json FILE")
+    p.add_argument("--from-json", default=None, nargs="+", metavar="FILE",
+                   help="run nothing: redraw the table, plot and --write section from --json FILEs (several: "
+                        "their rows merged, a later file's row replacing an earlier one's)")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="ratio plot (default with --write: docs/benchmarks/everyday.png)")
     return p.parse_args(argv)
@@ -743,15 +790,19 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"unknown schedulers {sorted(bad)}: choose threads, cluster")
     if args.from_json:
-        with open(args.from_json) as f:
-            result = json.load(f)
+        results = []
+        for path in args.from_json:
+            with open(path) as f:
+                results.append(json.load(f))
+        result = merged(results)
         command = result["meta"]["command"]
     else:
         from .cli import load
         print(f"[everyday] load average before: {load()}")
-        result = run_suite(sizes_from(args), repeats, scheds, args.only, args.libraries.split(","), args.workers,
-                           args.processes, args.warm_plans, probes=1 if args.quick else 3)
         command = ("python -m benchmarks everyday " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+        result = run_suite(sizes_from(args), repeats, scheds, args.only, args.libraries.split(","), args.workers,
+                           args.processes, args.warm_plans, probes=1 if args.quick else 3,
+                           on_row=partial(save, path=args.json, command=command) if args.json else None)
         result["meta"]["command"] = command
     print("\n" + text_table(result))
     for sched, v in planning_share(result).items():
@@ -760,8 +811,7 @@ def main(argv=None) -> int:
     for lib, why in result["meta"]["skipped"].items():
         print(f"[everyday] {lib} not run: {why}")
     if args.json and not args.from_json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1, default=str)
+        save(result, args.json, command)
         print(f"[everyday] wrote {args.json}")
     png = args.plot or (os.path.join(os.path.dirname(args.write) or ".", "benchmarks", "everyday.png")
                         if args.write else None)

@@ -1,5 +1,7 @@
 """``python -m benchmarks everyday`` at its smallest: two workloads on the threaded scheduler, dask_tra
 against dask.array (and dask-array where it imports). Results must agree; no timing is asserted."""
+import json
+
 import numpy as np
 import pytest
 
@@ -8,10 +10,30 @@ from benchmarks import everyday
 TINY = everyday.Sizes(**{**everyday.QUICK, "n": 400, "chunk": 100, "big": 1000})
 
 
+SEEN = []  # the partial results ``on_row`` got
+
+
 @pytest.fixture(scope="module")
 def result():
     return everyday.run_suite(TINY, repeats=1, schedulers=("threads",), only="elementwise,slices", probes=1,
-                              log=lambda *a: None)
+                              log=lambda *a: None, on_row=lambda r: SEEN.append(json.loads(json.dumps(r))))
+
+
+def test_each_row_is_saved_as_it_is_measured_and_runs_merge(result, tmp_path):
+    """``on_row`` gets the rows so far after each row (``main`` writes them: a run stopped late
+    keeps them); two runs' files merge in the suite's order, the later run's row replacing."""
+    assert [len(r["rows"]) for r in SEEN] == [1, 2, 3] and all(r["meta"]["partial"] for r in SEEN)
+    path = tmp_path / "part.json"
+    everyday.save(SEEN[1], str(path), "python -m benchmarks everyday --only slices")
+    assert json.loads(path.read_text())["rows"] == SEEN[1]["rows"]
+    rows = result["rows"]
+    elementwise = dict(rows=[rows[2]], meta={**result["meta"], "command": "b", "elapsed_s": 2.0})
+    redone = dict(rows=[{**rows[0], "redone": True}], meta={**result["meta"], "command": "c", "elapsed_s": 3.0})
+    first = dict(rows=rows[:2], meta={**result["meta"], "command": "a", "elapsed_s": 1.0})
+    both = everyday.merged([elementwise, first, redone])
+    assert [r["step"] for r in both["rows"]] == [r["step"] for r in rows]
+    assert both["rows"][0].get("redone") and not both["rows"][1].get("redone")
+    assert both["meta"]["elapsed_s"] == 6.0 and both["meta"]["command"] == "b` + `a` + `c"
 
 
 def test_rows_agree_and_carry_every_measure(result):
