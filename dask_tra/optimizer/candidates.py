@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ia.partitioning import part
 from .movers import Contraction, SymbolicAggregator, SymbolicMover, SymbolicSummer, grid_products, symbolic_bytes
-from .operators.base import OperatorKind, planning, run
+from .operators.base import STRATEGIES, OperatorKind, planning, run
 from .operators.registry import Align, Copart, EinDecomp, Local, Strategy
 from .symbolic import Cand, Detail, Moves, grid_layout, key_bytes, key_elements, row_counts, wsum
 
@@ -121,11 +121,13 @@ def co_located(join, views, s) -> Strategy | None:
     """The align strategy under which this join moves nothing (its inputs' partners already sit
     together, or one side is free: made where its partners are), or None: then it is the plan,
     with no search (``search.plan_node``). Two free inputs paired key for key (a block
-    function's ``block_info``) are co-partitioned: every join strategy lays them out alike."""
+    function's ``block_info``) are co-partitioned: every join strategy of dask_tra's lays them
+    out alike (one registered elsewhere may not: then they are searched)."""
     left, right = join.left.type, join.right.type
     if views[0].free and views[1].free:
         whole = join.left_keys == tuple(range(left.key_arity)) == join.right_keys
-        return Copart() if whole and join.left_keys and left.frontier == right.frontier else None
+        alike = whole and join.left_keys and left.frontier == right.frontier and _own_join_strategies()
+        return Copart() if alike else None
     for f, m, side in ((0, 1, "right"), (1, 0, "left")):
         if views[f].free or not join.left_keys:
             continue
@@ -133,6 +135,11 @@ def co_located(join, views, s) -> Strategy | None:
         if c is not None and c[0].moved == 0:
             return Align(side)
     return None
+
+
+def _own_join_strategies() -> bool:
+    """Whether every join strategy registered is one of dask_tra's own."""
+    return all(cls.__module__.startswith("dask_tra.") for cls in STRATEGIES if OperatorKind.JOIN in cls.kinds)
 
 
 def join_alone(join, left, right, s, only: Strategy | None = None) -> dict:
