@@ -258,6 +258,8 @@ class Cut(Kernel):
     """The same positions of every block along ``axis`` (``Take``'s encoding): the gather where
     each new block is one piece of its own old block, with no piece relation to join."""
 
+    annihilates = True
+
     def __init__(self, axis, positions, dtype):
         self.axis, self.positions = int(axis), np.asarray(positions, dtype=np.int64)
         self._dtype = np.dtype(dtype)

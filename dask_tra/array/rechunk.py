@@ -193,9 +193,7 @@ def _placed_blocks(x, axis, place, numbered, in_chunks):
     blocks: Filter(blocks used) if some are not, then ReKey."""
     expr, n = x.expr, x.expr.type.key_arity
     if len(place) < len(in_chunks):
-        expr = Filter(
-            expr, KeyPred(Bound(dims_in, (axis,), frozenset(place)), f"inBlocks{sorted(place)}", frozenset({axis}))
-        )
+        expr = Filter(expr, KeyPred.blocks_in(axis, frozenset(place), f"inBlocks{sorted(place)}"))
     return ReKey(
         expr,
         KeyMap(

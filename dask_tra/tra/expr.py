@@ -25,8 +25,8 @@ import numpy as np
 
 from .dag import TOKEN, Operands, cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
-from .kernels import Bound, Kernel
-from .keyfuncs import KeyMap, KeyPred, dims_in
+from .kernels import Kernel
+from .keyfuncs import KeyMap, KeyPred
 from .relation import ChunkAxis, RelationType, infer_axis
 
 
@@ -457,7 +457,7 @@ def keep_blocks(expr: Expr, axis: int, used: Iterable[int]) -> ReKey:
     ...: a Filter and a renumbering ReKey, the pair the rewrite pass moves toward the inputs."""
     used = [int(i) for i in used]
     rank = {i: r for r, i in enumerate(used)}
-    kept = Filter(expr, KeyPred(Bound(dims_in, (axis,), frozenset(rank)), f"inBlocks{used}", frozenset({axis})))
+    kept = Filter(expr, KeyPred.blocks_in(axis, frozenset(rank), f"inBlocks{used}"))
     return ReKey(kept, KeyMap.renumbering(axis, rank, expr.type.key_arity))
 
 
