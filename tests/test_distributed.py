@@ -117,6 +117,53 @@ def test_a_slice_of_a_persisted_input_is_planned_where_its_blocks_are(client):
         assert m.bytes_moved == m.predicted_bytes
 
 
+def _held_until(event_name):
+    def block(b):
+        from distributed import Event
+        Event(event_name).wait(timeout=60)  # a bound, should the test fail before setting it
+        return b
+    return block
+
+
+def _restrictions(keys, dask_scheduler=None):
+    """{key: the worker its task is pinned to} for those of ``keys`` the scheduler has."""
+    tasks = dask_scheduler.tasks
+    return {k: sorted(tasks[k].worker_restrictions)[0] for k in keys if k in tasks}
+
+
+def test_an_input_still_being_persisted_is_planned_where_it_is_pinned_with_no_wait(client, monkeypatch):
+    """A persist still running (a loop's next step planned while the last computes): its
+    blocks are planned on the workers their tasks are pinned to, without waiting for them."""
+    from distributed import Event
+
+    from dask_tra.runtime import sources
+    monkeypatch.setattr(sources, "RECOMPUTE_WAIT_S", 2)  # a wait would time out: the test fails
+    a = np.random.default_rng(8).standard_normal((64, 48))
+    go = Event("planned-before-done")
+    x = dt.from_array(a, chunks=(16, 24)).map_blocks(
+        _held_until(go.name), dtype=a.dtype, meta=np.empty((0, 0), a.dtype)  # meta: never called here
+    )
+    x = x.persist()
+    assert not any(f.done() for f in futures_of(x))
+    keys = [f.key for f in futures_of(x)]
+    pins: dict = {}
+    while len(pins) < len(keys):  # the graph reaches the scheduler on its own stream
+        pins = client.run_on_scheduler(_restrictions, keys=keys)
+    z = x.T @ x
+    p, where = z.planned()
+    placed = [n for n in p.root.walk() if type(n).__name__ == "Placed"]
+    assert placed and not any(f.done() for f in futures_of(x))
+    want = {k[1:]: (w,) for k, w in pins.items()}
+    for n in placed:
+        assert {k: tuple(where.workers[s] for s, _ in cs) for k, cs in n.copies.items()} == want
+    go.set()
+    wait(x)
+    assert {k[1:]: tuple(ws) for k, ws in client.who_has(x).items()} == want
+    with dt.diagnostics.measure() as m:
+        np.testing.assert_allclose(z.compute(), a.T @ a)
+    assert m.bytes_moved == m.predicted_bytes
+
+
 def test_a_held_result_computed_again_is_read_from_its_futures(client):
     """The first run leaves replicas of the inputs, so a new plan would differ, and the
     scheduler rejects other tasks under keys it holds ("different `run_spec`"): a result whose

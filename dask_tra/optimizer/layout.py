@@ -65,6 +65,8 @@ def broadcast(alt: Built, partners: tuple | None = None) -> IANode:
         node = Placed(cast(Placed, node).input, part(range(node.type.key_arity), node.type.frontier), node.s)
     if partners is None:
         return Broadcast(node)
+    if node.s == 1:  # the one site holds every partner
+        return node
     placement = SiteMap(_partner_sites(alt.node, *partners))
     return node if has_placement(node, placement) else Shuffle(node, placement)
 
@@ -80,6 +82,8 @@ def _partner_sites(node: IANode, target: IANode, target_keys: Sequence[int], key
 def align(alt: Built, target: IANode, target_keys: Sequence[int], alt_keys: Sequence[int]) -> IANode:
     """Send each tuple of ``alt`` to every site where ``target`` holds a tuple it joins with
     (``target_keys`` of the target's key equal ``alt_keys`` of ours)."""
+    if alt.node.s == 1 and not alt.free:  # the one site holds every partner
+        return alt.node
     return place(alt, SiteMap(_partner_sites(alt.node, target, target_keys, alt_keys)))
 
 

@@ -103,18 +103,31 @@ def workers_info(scheduler) -> dict:
 def snapshot(scheduler, holds: Holds | None, keys, client=None) -> dict:
     """On the scheduler, in one round trip: the workers' info, {key: [worker, ...]} for the
     ``keys`` in memory (their replicas then held in ``holds``, see the module doc; ``None``: a
-    read that holds nothing), and the keys being computed (e.g. persisted blocks recomputed
-    after their worker died)."""
-    who, computing = {}, []
+    read that holds nothing), {key: [worker]} for those being computed by a task of dask_tra's
+    pinned to one live worker (``bound``: a persist still running lands there), and the other
+    keys being computed (e.g. persisted blocks Dask recomputes after their worker died)."""
+    who, bound, computing = {}, {}, []
     for k in keys:
         ts = scheduler.tasks.get(k)
         if ts is not None and ts.who_has:
             who[k] = sorted(ws.address for ws in ts.who_has)
         elif ts is not None and ts.state in COMPUTING:
-            computing.append(k)
+            worker = bound_worker(scheduler, ts)
+            if worker is not None:
+                bound[k] = [worker]
+            else:
+                computing.append(k)
     if holds is not None:
         holds.hold(list(who), client)
-    return {"workers": workers_info(scheduler), "who_has": who, "computing": computing}
+    return {"workers": workers_info(scheduler), "who_has": who, "bound": bound, "computing": computing}
+
+
+def bound_worker(scheduler, ts) -> str | None:
+    """The live worker a task of dask_tra's not yet run is strictly pinned to, or None."""
+    if ts.state == "no-worker" or not pinned_by_us(ts) or len(ts.worker_restrictions) != 1:
+        return None
+    (worker,) = ts.worker_restrictions
+    return worker if worker in scheduler.workers else None
 
 
 class KeepPinnedReplicas(ReduceReplicas):

@@ -468,7 +468,7 @@ def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
         return last[2]
     out = snapshot(client, keys, hold=memo is not None)
     learn(client.scheduler.address, out.get("rates"))
-    answer = out["workers"], (out["who_has"], out["computing"])
+    answer = out["workers"], (out["who_has"], out["bound"], out["computing"])
     if memo is not None:
         memo["snapshot"] = (asked, now, answer)
     return answer

@@ -160,9 +160,10 @@ def snapshot(client, keys, hold: bool = False) -> dict:
 
 
 def query_snapshot(client, keys, hold: bool = False) -> tuple:
-    """(workers' info, {key: [worker, ...]}, [keys being computed]) of ``snapshot``."""
+    """(workers' info, {key: [worker, ...]}, {key: [worker]} bound, [other keys being
+    computed]) of ``snapshot``."""
     out = snapshot(client, keys, hold)
-    return out["workers"], out["who_has"], out["computing"]
+    return out["workers"], out["who_has"], out["bound"], out["computing"]
 
 
 def query_rates(client) -> dict:

@@ -368,17 +368,20 @@ def placements_of(client, held: dict, found: tuple | None = None) -> dict:
     """{name: {block key: (worker, ...)}} for each ``held[name]`` ({dask key: block key}) whose
     every block is in memory on the cluster (one scheduler round trip for all of them, or
     ``found``: ``session.query_snapshot``'s answer already fetched; the replicas reported are held for
-    the plan, see ``amm.py``). Blocks Dask is recomputing (their worker died) are waited for,
-    then planned where they land."""
+    the plan, see ``amm.py``). A block still being computed by a task of dask_tra's pinned to
+    a live worker (a persist not yet finished) is planned there, with no wait; other blocks Dask
+    is computing (recomputed after their worker died) are waited for, then planned where they
+    land."""
     if client is None or not held:
         return {}
     from distributed import wait
 
     keys = [dk for keys in held.values() for dk in keys]
-    who, computing = found if found is not None else query_snapshot(client, keys)[1:]
+    who, bound, computing = found if found is not None else query_snapshot(client, keys)[1:]
     if computing:
         wait([Future(k, client) for k in computing], timeout=RECOMPUTE_WAIT_S)
-        who = query_snapshot(client, keys)[1]
+        who, bound = query_snapshot(client, keys)[1:3]
+    who = {**bound, **who}
     out = {}
     for name, keys in held.items():
         holders = {k: tuple(sorted(who.get(dk) or who.get(str(dk)) or ())) for dk, k in keys.items()}
