@@ -15,6 +15,7 @@ import gc
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -26,13 +27,13 @@ from dask.threaded import get as threaded_get
 from dask.utils import format_bytes
 
 from .. import backends, config
-from ..optimizer import MemoryLimitError, Plan, plan_many
+from ..optimizer import MemoryLimitError, Plan, plan_many, simplify
 from ..optimizer.explain import Explain
 from ..tra.dag import walk_many
 from . import compat, recovery
 from .emit import emit
 from .rates import learn, planning_rates
-from .session import session, snapshot
+from .session import session, snapshot_soon
 from .sites import Sites, active_client, current_sites, in_event_loop
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 
@@ -155,17 +156,29 @@ class DaskCollection(DaskMethodsMixin):
             derived = any(e.children for e in self.roots)
             held = held_inputs(self.sources) if derived else {}
             memo = self._executing()
-            info, found = cluster_snapshot(held, memo) if sites is None else (None, None)
+            answer = cluster_snapshot_soon(held, memo) if sites is None else lambda: (None, None)
+            roots = self._simplified()  # while the scheduler answers
+            info, found = answer()
             where = current_sites(sites, chunk_backends(self.roots), info)
             placements = input_placements(self.sources, where, held, found) if derived else {}
             cache_key = plan_cache_key(where, placements)
             if cache_key not in self._plans:
-                self._plans[cache_key] = Planned(self._make_plan(where, placements), where, cache_key)
+                self._plans[cache_key] = Planned(self._make_plan(roots, where, placements), where, cache_key)
             return self._plans[cache_key]
 
-    def _make_plan(self, where, placements) -> Plan:
+    def _simplified(self) -> tuple:
+        """The roots simplified (``optimizer.simplify``; as they are with ``rewrite=False``),
+        once per collection: they depend on no cluster."""
+        if not config.get("rewrite"):
+            return tuple(self.roots)
+        found = self.__dict__.get("_simple")
+        if found is None:
+            found = self.__dict__["_simple"] = simplify(self.roots)
+        return found
+
+    def _make_plan(self, roots, where, placements) -> Plan:
         return plan_many(
-            self.roots,
+            roots,
             where.count,
             placements=placements or None,
             memory_limit=where.memory_limit,
@@ -173,7 +186,7 @@ class DaskCollection(DaskMethodsMixin):
             force=config.get("force"),
             rates=planning_rates(where),
             one_layout=self.one_layout,
-            rewrite=config.get("rewrite"),
+            rewrite=False,  # ``roots`` are simplified
         )
 
     def __getstate__(self):
@@ -182,6 +195,7 @@ class DaskCollection(DaskMethodsMixin):
         state = dict(self.__dict__)
         state["_plans"], state["_last_entry"] = {}, None
         state.pop("_lock", None)
+        state.pop("_simple", None)
         state.pop("_memo", None)
         return state
 
@@ -457,20 +471,31 @@ def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     it reports are held for 30 s, so the plan made from it holds (workers that left meanwhile
     have their tasks re-pinned, ``faults.py``), and the same question asked again within
     ``SNAPSHOT_REUSE_S`` gets the same answer without a round trip."""
+    return cluster_snapshot_soon(held, memo)()
+
+
+def cluster_snapshot_soon(held: dict, memo: dict | None = None) -> Callable[[], tuple]:
+    """``cluster_snapshot``, asked now (the round trip runs on the client's event loop) and
+    answered by the callable returned."""
     client = active_client()
     if client is None or client.status != "running" or in_event_loop(client):
-        return None, None
+        return lambda: (None, None)
     keys = tuple(dk for keys in held.values() for dk in keys)
     now = time.monotonic()
     asked = (client.id, client.scheduler.address, keys)
     last = (memo or {}).get("snapshot")
     if last is not None and last[0] == asked and now - last[1] < SNAPSHOT_REUSE_S:
-        return last[2]
-    out = snapshot(client, keys, hold=memo is not None)
-    learn(client.scheduler.address, out.get("rates"))
-    answer = out["workers"], (out["who_has"], out["bound"], out["computing"])
-    if memo is not None:
-        memo["snapshot"] = (asked, now, answer)
+        return lambda: last[2]
+    reply = snapshot_soon(client, keys, hold=memo is not None)
+
+    def answer() -> tuple:
+        out = reply()
+        learn(client.scheduler.address, out.get("rates"))
+        found = out["workers"], (out["who_has"], out["bound"], out["computing"])
+        if memo is not None:
+            memo["snapshot"] = (asked, now, found)
+        return found
+
     return answer
 
 

@@ -353,10 +353,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     moves = Moves(g.reads, dict(g.site), home, nbytes, reads - fetched, ext_pins)
     held = {k: {s} for k, s in ext_pins.items()}  # a lazy block is made where first read
     held.update(home)
-    tasks = g.fused(held)
-    rename = naming.fused(tasks, g.members, names, g.exposed)
-    if rename:
-        tasks = _renamed(tasks, rename, g)
+    tasks = g.fused(held, lambda survivors, members: naming.fused(survivors, members, names, g.exposed))
     priority = turns(tasks, g.site, g.heavy) if workers is not None else None  # no pins, no workers to order
     graph = _graph(tasks, g.site, external, ext_pins, f"external-{token}", workers, priority)
     return graph, out_keys, reads - fetched, moves
@@ -485,6 +482,7 @@ class _Tasks:
         self.work = set()
         self.heavy: set = set()  # after ``fused``: the tasks computing block products
         self.members: dict = {}  # after ``fused``: task -> the tasks inlined into it, itself last
+        self._inside: set = set()  # after ``fused``: the tasks inlined into a reader
 
     def add(self, dk, spec, refs, site, work=False):
         self.spec[dk], self.reads[dk], self.site[dk] = spec, list(refs), site
@@ -509,12 +507,12 @@ class _Tasks:
     def _delays(self, o, site, late) -> bool:
         return o in self.spec and (self.site[o] != site or late[o])
 
-    def _inlined(self, reads, site, inline, depth, work, fetches, waits, late, out) -> dict:
-        """The readers' inputs inlined into a task on ``site`` (see ``fused``), taken from ``out``."""
+    def _inlined(self, reads, site, inline, depth, work, fetches, waits, late, pending) -> list:
+        """The readers' inputs inlined into a task on ``site`` (see ``fused``), taken from ``pending``."""
         cands = [
             r
             for r in reads
-            if r in inline
+            if r in pending
             and depth[r] < MAX_DEPTH
             and not (work[r] and any(self._delays(o, site, late) for o in reads if o != r))
         ]
@@ -522,9 +520,11 @@ class _Tasks:
         for r in cands:
             if r not in quiet and all(o == r or o in quiet and not waits[o] or o not in self.spec for o in reads):
                 quiet.add(r)
-        return {r: out.pop(r) for r in cands if r in quiet}
+        subs = [r for r in cands if r in quiet]
+        pending.difference_update(subs)
+        return subs
 
-    def fused(self, held=None) -> dict:
+    def fused(self, held=None, naming=None) -> dict:
         """Every task, with each task read once by a task on its site inlined into that reader.
 
         Dask sends a task to its worker only once every input exists, so what is inlined into a
@@ -536,8 +536,30 @@ class _Tasks:
         than its wait. And a task that
         fetches a chunk from another site (``held``: external key -> the sites holding it) is
         not inlined into a reader that also waits for another task: the fetch would start only
-        once that task is made."""
-        held = held or {}
+        once that task is made.
+
+        ``naming(tasks, members)``: {old key: new key} for the fused tasks (``Naming.fused``),
+        their keys and their readers' references renamed as the tasks are built (once each)."""
+        inlined = self._inlining(held or {})
+        rename = naming(inlined.keys() - self._inside, self.members) if naming is not None else {}
+        built: dict[Any, Any] = {}
+        for dk, subs in inlined.items():  # creation order: what a task inlines is built before it
+            spec = self.spec[dk]
+            new = rename.get(dk)
+            if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
+                spec = _rekey(built.pop(subs[0]), new or dk)
+            elif subs or new or not spec.dependencies.isdisjoint(rename):
+                spec = _substituted(spec, {r: built.pop(r) for r in subs}, rename, new)
+            built[dk] = spec
+        if rename:
+            self.site = {rename.get(k, k): v for k, v in self.site.items()}
+            self.heavy = {rename.get(k, k) for k in self.heavy}
+        return {rename.get(dk, dk): spec for dk, spec in built.items()}
+
+    def _inlining(self, held) -> dict:
+        """{task: the tasks read once on its site inlined into it}, every task in creation order
+        (``fused``); sets ``members``, ``heavy`` and ``_inside`` (the tasks inlined) and drops
+        those from ``site``."""
         count: dict[Any, int] = {}
         reader: dict[Any, Any] = {}
         for dk, refs in self.reads.items():
@@ -552,7 +574,8 @@ class _Tasks:
             and dk not in self.keep
             and self.site[reader[dk]] == self.site[dk]
         }
-        out: dict[Any, Any] = {}
+        pending: set = set()  # made, and not yet inlined into a reader
+        out: dict[Any, list] = {}
         depth: dict[Any, int] = {}
         self.members = {}  # task -> the tasks computed inside it, in order, itself last
         fetches: dict[Any, Any] = {}  # per task as emitted: reads a chunk on
@@ -562,15 +585,20 @@ class _Tasks:
         # another site; reads a task; reads a task made on another site or a late one; has products
         sites = set(self.site.values())
         one_site = len(sites) <= 1 and all(h <= sites for h in held.values())  # nothing is fetched or waits
-        for dk, spec in self.spec.items():
+        for dk in self.spec:
             site, reads = self.site[dk], self.reads[dk]
             if one_site:
-                subs = {r: out.pop(r) for r in reads if r in inline and depth[r] < MAX_DEPTH}
+                subs = [r for r in reads if r in pending and depth[r] < MAX_DEPTH]
+                pending.difference_update(subs)
             else:
-                subs = self._inlined(reads, site, inline, depth, work, fetches, waits, late, out)
-            self.members[dk] = [m for r in subs for m in self.members.pop(r)] + [dk]
-            depth[dk] = 1 + max((depth[r] for r in subs), default=0)
-            work[dk] = dk in self.work or any(work[r] for r in subs)
+                subs = self._inlined(reads, site, inline, depth, work, fetches, waits, late, pending)
+            inner, deepest, busy = [], 0, dk in self.work
+            for r in subs:  # a loop, not generators: this runs once per tuple the plan computes
+                inner += self.members.pop(r)
+                deepest = max(deepest, depth[r])
+                busy = busy or work[r]
+            inner.append(dk)
+            self.members[dk], depth[dk], work[dk] = inner, deepest + 1, busy
             if not one_site:
                 own = [r for r in reads if r not in subs]
                 fetches[dk] = any(fetches[r] for r in subs) or any(
@@ -578,37 +606,36 @@ class _Tasks:
                 )
                 waits[dk] = any(waits[r] for r in subs) or any(r in self.spec for r in own)
                 late[dk] = any(late[r] for r in subs) or any(self._delays(r, site, late) for r in own)
-            if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
-                spec = _rekey(subs[spec.target], dk)
-            elif subs:
-                spec = _substituted(spec, subs)
-            out[dk] = spec
-        for dk in set(self.spec) - set(out):
+            out[dk] = subs
+            if dk in inline:
+                pending.add(dk)
+        self._inside = {r for subs in out.values() for r in subs}
+        for dk in self._inside:
             del self.site[dk]
-        self.heavy = {dk for dk in out if work[dk]}
+        self.heavy = {dk for dk in out if work[dk] and dk not in self._inside}
         return out
 
 
-def _substituted(spec, subs):
-    """``spec.substitute(subs)``, built at once where the task reads its inputs as arguments of
-    its own (every task ``emit`` makes but a fold tree's)."""
+def _substituted(spec, subs, rename, key=None):
+    """``spec`` with the tasks ``subs`` ({key: task}) inlined, its other inputs renamed by
+    ``rename`` and its key ``key`` (if given): built at once where the task reads its inputs as
+    arguments of its own (every task ``emit`` makes but a fold tree's)."""
     args = spec.args if type(spec) is Task and not spec.kwargs else None
     if args is not None and not any(isinstance(a, GraphNode) for a in args):  # its inputs: TaskRefs alone
-        return Task(spec.key, spec.func, *(subs.get(a.key, a) if type(a) is TaskRef else a for a in args))
-    return spec.substitute(subs)
+        return Task(
+            key or spec.key,
+            spec.func,
+            *(_input(a, subs, rename) if type(a) is TaskRef else a for a in args),
+        )
+    return spec.substitute({**{d: rename[d] for d in spec.dependencies if d in rename}, **subs}, key=key)
 
 
-def _renamed(tasks, rename, g) -> dict:
-    """``tasks`` with keys renamed (``rename``: old key -> new), in every reader too, and in
-    ``g``'s sites and heavy set."""
-    out = {}
-    for dk, spec in tasks.items():
-        subs = {d: rename[d] for d in spec.dependencies if d in rename}
-        new = rename.get(dk)
-        out[new or dk] = spec.substitute(subs, key=new) if subs or new else spec
-    g.site = {rename.get(k, k): v for k, v in g.site.items()}
-    g.heavy = {rename.get(k, k) for k in g.heavy}
-    return out
+def _input(ref, subs, rename):
+    found = subs.get(ref.key)
+    if found is not None:
+        return found
+    new = rename.get(ref.key)
+    return ref if new is None else TaskRef(new)
 
 
 def _rekey(spec, key):
