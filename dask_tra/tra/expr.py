@@ -372,8 +372,13 @@ class ReKey(TupleMap):
             mapped[nk] = k
         return mapped
 
+    @functools.cached_property
+    def targets(self) -> dict:
+        """input key -> output key (``sources`` inverted: a lookup, not a key map's call)."""
+        return {k: nk for nk, k in self.sources.items()}
+
     def out_keys(self, key: Key) -> list[Key]:
-        return [self.key_fn(key)]
+        return [self.targets[tuple(key)]]
 
     def source(self, key: Key) -> Key:
         return self.sources[key]
@@ -411,7 +416,9 @@ class Filter(TupleMap):
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(kept))
 
     def out_keys(self, key: Key) -> list[Key]:
-        return [key] if self.predicate(key) else []
+        t = self.type  # the keys kept: a dense result's are its frontier's box
+        kept = all(k < f for k, f in zip(key, t.frontier)) if t.keys is None else tuple(key) in t.keys
+        return [key] if kept else []
 
     def describe(self) -> str:
         return f"Filter({self.predicate})"
