@@ -47,9 +47,13 @@ def fold_width(member_bytes: int) -> int:
 
 
 def largest_block(t: Any) -> int:
-    """Bytes of the relation's largest chunk."""
-    b = key_bytes(t)
-    return int(b.max()) if b.size else 0
+    """Bytes of the relation's largest chunk (kept with the type's facts: the search asks for
+    it several times per candidate)."""
+    out = t._cache.get("largest_block")
+    if out is None:
+        b = key_bytes(t)
+        out = t._cache["largest_block"] = int(b.max()) if b.size else 0
+    return out
 
 
 def task_bytes(node: Any) -> int:
