@@ -313,7 +313,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
     ]
     if wanted is None and operator_kind(node) is OperatorKind.JOIN:
         together: list[tuple[tuple, Strategy | None]] = [
-            (combo, st) for combo, _ in work if (st := C.co_located(node, views_of(combo), s))
+            (combo, st) for combo, _ in work if (st := _co_located(node, kind, views_of(combo), s, memo))
         ]
         work = together or work  # inputs already together: that plan moves nothing, no search
     prunes = s >= PRUNE_SITES and wanted is None and memory_limit is None and not TERMS and kind in CONTRACTION_KINDS
@@ -353,6 +353,17 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
         if len(best) == keep:
             break
     return best
+
+
+def _co_located(node, kind, views, s, memo) -> Strategy | None:
+    """``candidates.co_located``, once per costing key in ``memo`` (a loop's steps join alike)."""
+    own = costing_key(node, kind, views, None) if memo is not None and not TERMS else None
+    if own is None:
+        return C.co_located(node, views, s)
+    key = ("co_located", own)
+    if key not in memo:
+        memo[key] = C.co_located(node, views, s)
+    return memo[key]
 
 
 def costing_key(node, kind, views, only) -> tuple:
