@@ -207,6 +207,13 @@ class LocalJoin(IANode):
         for rk, rcs in self.right.copies.items():
             index[rk if rkeys is None else tuple(rk[d] for d in rkeys)].append((rk, rcs))
         out = {}
+        if self.s == 1 and self.at is None:  # one site, one copy of each tuple: every pair meets there
+            uid = self.uid
+            for lk in self.left.copies:
+                for rk, _ in index.get(lk if lkeys is None else tuple(lk[d] for d in lkeys), ()):
+                    key = op.out_key(lk, rk)
+                    out[key] = ((0, (uid, key, 0)),)
+            return out
         for lk, lcs in self.left.copies.items():
             partners = index.get(lk if lkeys is None else tuple(lk[d] for d in lkeys))
             if not partners:

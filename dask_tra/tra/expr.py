@@ -270,9 +270,13 @@ class Join(Expr):
         return _key_set(keys, frontier)
 
     def out_key(self, lkey: tuple[int, ...], rkey: tuple[int, ...]) -> tuple[int, ...]:
-        if not self._right_rest:
-            return tuple(lkey)
-        return tuple(lkey) + tuple(rkey[d] for d in self._right_rest)
+        rest = self._right_rest
+        lkey = lkey if type(lkey) is tuple else tuple(lkey)
+        if not rest:
+            return lkey
+        if len(rest) == 1:  # the common case, without a generator (once per joined tuple)
+            return lkey + (rkey[rest[0]],)
+        return lkey + tuple([rkey[d] for d in rest])
 
     def describe(self) -> str:
         return f"Join({list(self.left_keys)},{list(self.right_keys)},{self.kernel.name})"
