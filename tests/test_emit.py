@@ -9,13 +9,14 @@ import dask
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from dask.core import get as dask_get
 from dask.task_spec import Task
 from dask.utils import key_split
 from distributed import Event, Future, futures_of, wait
 
 import dask_tra as dt
 from benchmarks.tasks import graph_tasks
-from dask_tra.runtime.emit import MAX_DEPTH
+from dask_tra.runtime.emit import MAX_DEPTH, _run_steps
 
 BOOKKEEPING = {"tra-shuffle", "tra-bcast", "tra-keep", "tra-input-persisted", "tra-input-from"}
 
@@ -168,7 +169,10 @@ def test_free_blocks_are_made_inside_their_one_reader(client):
 
 
 def nesting(task) -> int:
-    """How many tasks deep a fused task nests."""
+    """How many tasks a fused task computes in a row: its steps (``emit._program``), or how
+    deep its nested tasks go."""
+    if task.func is _run_steps:
+        return len(task.args[0])
     return 1 + max((nesting(a) for a in task.args if isinstance(a, Task)), default=0)
 
 
@@ -321,8 +325,6 @@ def test_one_site_fusion_is_the_general_rule(data):
     """On one site nothing is fetched and nothing waits for another site, so ``fused`` takes a
     shorter path: it fuses exactly what the general rule does (forced here by a task on a second
     site that nothing reads), and the fused graph computes what the unfused one does."""
-    from dask.core import get as dask_get
-
     from dask_tra.runtime.emit import _Tasks
 
     n = data.draw(st.integers(1, 25))
@@ -343,6 +345,47 @@ def test_one_site_fusion_is_the_general_rule(data):
     assert all(one[k].dependencies == general[k].dependencies for k in one)
     assert graphs[0].members == {k: v for k, v in graphs[1].members.items() if k != ("elsewhere",)}
     assert dask_get(one, sorted(outs)) == dask_get(general, sorted(outs))
+    assert dask_get(one, sorted(outs)) == dask_get(dict(graphs[0].spec), sorted(outs))  # as unfused
+
+
+def test_a_fused_task_drops_each_step_result_once_read():
+    """A fused task runs its members as flat steps (``emit._program``): no nested tasks, and a
+    member's result is let go as soon as the step reading it has run, as nested tasks did."""
+    import gc
+    import weakref
+
+    from dask.task_spec import TaskRef
+
+    from dask_tra.runtime.emit import _Call, _Tasks
+
+    seen = []
+
+    class Block:
+        pass
+
+    def make(x):
+        b = Block()
+        seen.append(weakref.ref(b))
+        return b
+
+    def read(b):
+        return 1
+
+    def after(n, x):
+        gc.collect()
+        return n + (seen[0]() is None)  # 2 when the made block is gone
+
+    g = _Tasks()
+    g.add(("in",), _Call(_sum_of, 0), [], 0)
+    g.add(("make",), _Call(make, TaskRef(("in",))), [("in",)], 0)
+    g.add(("read",), _Call(read, TaskRef(("make",))), [("make",)], 0)
+    g.add(("out",), _Call(after, TaskRef(("read",)), TaskRef(("in",))), [("read",), ("in",)], 0)
+    g.exposed.add(("out",))
+    fused = g.fused()
+    assert set(fused) == {("in",), ("out",)}
+    assert fused[("out",)].func is _run_steps and len(fused[("out",)].args[0]) == 3
+    assert not any(isinstance(a, Task) for a in fused[("out",)].args)
+    assert dask_get(fused, [("out",)]) == (2,)
 
 
 def test_no_block_product_is_fused_into_a_reader_waiting_for_another_site():

@@ -9,8 +9,9 @@ aggregation of several chunks). Nothing else is a task:
 - pure re-labelling (ReKey, insertDim, filters, one-member aggregation) reads the origin's key;
 - a task whose chunk is read once, by a task on the same site, is fused into that task (a
   chain of local maps and joins becomes one task, as dask fuses blockwise chains; a block
-  that is free to make is made inside its consumer), unless it fetches from another site and
-  its reader waits for another task (``_Tasks.fused``); a local join read only by a local
+  that is free to make is made inside its consumer, the members run as flat steps: see
+  ``_program``), unless it fetches from another site and its reader waits for another task
+  (``_Tasks.fused``); a local join read only by a local
   fold is folded pairwise as it is made (``_join_fold``), keeping one product in memory at a
   time.
 - a fold reads a bounded group (``optimizer/memory.py``: ``FOLD_BYTES``): a group whose operands
@@ -467,7 +468,7 @@ class _Avail(dict):
         return where in self or where in self.later
 
 
-MAX_DEPTH = 32  # fused tasks nest: they run and pickle recursively, so long chains are cut
+MAX_DEPTH = 32  # steps per fused task (a member that is not a plain call nests; nests run and pickle recursively)
 
 
 class _Tasks:
@@ -541,15 +542,33 @@ class _Tasks:
         ``naming(tasks, members)``: {old key: new key} for the fused tasks (``Naming.fused``),
         their keys and their readers' references renamed as the tasks are built (once each)."""
         inlined = self._inlining(held or {})
-        rename = naming(inlined.keys() - self._inside, self.members) if naming is not None else {}
+        survivors = [dk for dk in inlined if dk not in self._inside]
+        rename = naming(survivors, self.members) if naming is not None else {}
+        programs, nested = {}, set()
+        for dk in survivors:
+            if inlined[dk]:
+                program = _program(self.spec, self.members[dk], rename.get(dk, dk), rename)
+                if program is None:  # built as nested tasks
+                    nested.update(self.members[dk])
+                else:
+                    programs[dk] = program
         built: dict[Any, Any] = {}
         for dk, subs in inlined.items():  # creation order: what a task inlines is built before it
-            spec = self.spec[dk]
-            new = rename.get(dk)
+            if dk in programs:
+                built[dk] = programs[dk]
+                continue
+            if dk in self._inside and dk not in nested:
+                continue
+            spec, key = self.spec[dk], rename.get(dk, dk)
+            if type(spec) is _Call:  # dask's Task, made now
+                if not subs:
+                    built[dk] = spec.task(key, rename)
+                    continue
+                spec = spec.task(dk, {})
             if isinstance(spec, Alias) and subs:  # an output that is a chunk made for it alone
-                spec = _rekey(built.pop(subs[0]), new or dk)
-            elif subs or new or not spec.dependencies.isdisjoint(rename):
-                spec = _substituted(spec, {r: built.pop(r) for r in subs}, rename, new)
+                spec = _rekey(built.pop(subs[0]), key)
+            elif subs or key != dk or not spec.dependencies.isdisjoint(rename):
+                spec = _substituted(spec, {r: built.pop(r) for r in subs}, rename, key)
             built[dk] = spec
         if rename:
             self.site = {rename.get(k, k): v for k, v in self.site.items()}
@@ -614,6 +633,84 @@ class _Tasks:
             del self.site[dk]
         self.heavy = {dk for dk in out if work[dk] and dk not in self._inside}
         return out
+
+
+class _Call:
+    """A task as ``emit`` first makes it: ``func(*args)``, a ``TaskRef`` argument reading that
+    key. Fusion makes dask's ``Task`` once per task left in the graph (``_Tasks.fused``): a task
+    inlined into its reader is a step of the reader's (``_program``), never a ``Task`` itself."""
+
+    __slots__ = ("func", "args")
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def task(self, key, rename) -> Task:
+        """dask's ``Task`` under ``key``, its inputs renamed by ``rename``."""
+        return Task(key, self.func, *(_input(a, {}, rename) if type(a) is TaskRef else a for a in self.args))
+
+
+class _Step:
+    """An argument of a step of a fused task (``_program``): the task's ``i``-th input, or, with
+    ``made``, the result of its ``i``-th step (read once: it is dropped when read)."""
+
+    __slots__ = ("i", "made")
+
+    def __init__(self, i: int, made: bool):
+        self.i, self.made = i, made
+
+    def __reduce__(self):
+        return _Step, (self.i, self.made)
+
+
+def _program(specs, members, key, rename):
+    """One task computing ``members`` (a fused task's tasks, inputs first, itself last) as flat
+    steps (``_run_steps``): no nested task is built, and each step's result is dropped once read.
+    None when a member is not a plain call of chunks (a nested or keyword argument, a fold
+    tree's): it is then built nested."""
+    if type(specs[members[-1]]) is Alias:
+        members = members[:-1]  # an output aliasing its one member: that member, under the output's key
+    step_of = {m: j for j, m in enumerate(members)}
+    inputs: list = []
+    slot: dict = {}
+    steps = []
+    for m in members:
+        spec = specs[m]
+        if type(spec) is DataNode:
+            steps.append((_value, (spec.value,)))
+            continue
+        if not (type(spec) is _Call or type(spec) is Task and not spec.kwargs):
+            return None
+        args = []
+        for a in spec.args:
+            if type(a) is TaskRef:
+                j = step_of.get(a.key)
+                if j is None:
+                    j = slot.get(a.key)
+                    if j is None:
+                        j = slot[a.key] = len(inputs)
+                        inputs.append(TaskRef(rename.get(a.key, a.key)))
+                    args.append(_Step(j, False))
+                else:
+                    args.append(_Step(j, True))
+            elif isinstance(a, GraphNode):
+                return None
+            else:
+                args.append(a)
+        steps.append((spec.func, tuple(args)))
+    return Task(key, _run_steps, tuple(steps), *inputs)
+
+
+def _run_steps(steps, *inputs):
+    """A fused task's steps in order (``_program``); the last one's result."""
+    made: dict[int, Any] = {}
+    for j, (func, args) in enumerate(steps):
+        made[j] = func(*[(made.pop(a.i) if a.made else inputs[a.i]) if type(a) is _Step else a for a in args])
+    return made[len(steps) - 1]
+
+
+def _value(v):
+    return v
 
 
 def _substituted(spec, subs, rename, key=None):
@@ -715,7 +812,7 @@ def _input_task(dk, spec):
     if isinstance(spec, Data):
         return DataNode(dk, spec.value)
     fn, *args = spec
-    return Task(dk, fn, *args)
+    return _Call(fn, *args)
 
 
 def _relabel(node, src_key, site, origin, avail):
@@ -733,7 +830,7 @@ def _filter_task(node, key, site, origin, avail, dk):
 def _join_task(node, key, site, origin, avail, dk):
     lk, rk = node.sources(key, site)
     refs = [_ref(avail, _origin_at(node.left, lk, site), site), _ref(avail, _origin_at(node.right, rk, site), site)]
-    return Task(dk, node.op.kernel, *map(TaskRef, refs)), refs
+    return _Call(node.op.kernel, *map(TaskRef, refs)), refs
 
 
 @TASK.register(LocalAggregate)
@@ -745,8 +842,8 @@ def _aggregate_task(node, key, site, origin, avail, dk):
     if isinstance(node.op, Concat):
         order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
         refs = [refs[i] for i in order]
-        return Task(dk, _concat, node.op.array_dim, *map(TaskRef, refs)), refs
-    return Task(dk, _fold, node.op.kernel, *map(TaskRef, refs)), refs
+        return _Call(_concat, node.op.array_dim, *map(TaskRef, refs)), refs
+    return _Call(_fold, node.op.kernel, *map(TaskRef, refs)), refs
 
 
 @TASK.register(LocalMap)
@@ -756,7 +853,7 @@ def _map_task(node, key, site, origin, avail, dk):
         return None
     refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
     fn, *args = node.op.chunk_task(key)
-    return Task(dk, fn, TaskRef(refs[0]), *args), refs
+    return _Call(fn, TaskRef(refs[0]), *args), refs
 
 
 def _fusable_joins(walk) -> dict:
@@ -808,11 +905,11 @@ def _fold_levels(g, dk, kernel, parts, site, inner, width):
                 nxt.append(chunk[0])
                 continue
             k = inner + (level, i // width)
-            g.add(k, Task(k, _fold, kernel, *map(TaskRef, chunk)), chunk, site)
+            g.add(k, _Call(_fold, kernel, *map(TaskRef, chunk)), chunk, site)
             g.keep.add(k)
             nxt.append(k)
         parts, level = nxt, level + 1
-    g.add(dk, Task(dk, _fold, kernel, *map(TaskRef, parts)), parts, site)
+    g.add(dk, _Call(_fold, kernel, *map(TaskRef, parts)), parts, site)
 
 
 def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
@@ -834,13 +931,13 @@ def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
         )
     if len(pairs) <= per:
         refs = [r for p in pairs for r in p]
-        g.add(dk, Task(dk, _join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        g.add(dk, _Call(_join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
         return
     parts = []
     for i in range(0, len(pairs), per):
         refs = [r for p in pairs[i : i + per] for r in p]
         k = inner + (0, i // per)
-        g.add(k, Task(k, _join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        g.add(k, _Call(_join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
         g.keep.add(k)
         parts.append(k)
     _fold_levels(g, dk, ak, parts, site, inner, mem.fold_width(_chunk_bytes(agg.type, key)))
@@ -855,7 +952,7 @@ def _fold_tree(g, dk, agg, key, site, avail, nbytes, light, inner):
     kernel = agg.op.kernel
     inline = max(_footprint(r, g, nbytes, light, site) for r in refs)
     if len(refs) * inline <= mem.FOLD_BYTES:
-        g.add(dk, Task(dk, _fold, kernel, *map(TaskRef, refs)), refs, site)
+        g.add(dk, _Call(_fold, kernel, *map(TaskRef, refs)), refs, site)
         return
     if mem.FOLD_BYTES // max(1, inline) < 2:  # two inlined members do not fit: each stays a task
         g.keep.update(r for r in refs if r in g.spec)
