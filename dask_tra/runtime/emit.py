@@ -673,7 +673,7 @@ def _program(specs, members, key, rename):
     step_of = {m: j for j, m in enumerate(members)}
     inputs: list = []
     slot: dict = {}
-    steps = []
+    steps: list[tuple[Any, tuple]] = []
     for m in members:
         spec = specs[m]
         if type(spec) is DataNode:
