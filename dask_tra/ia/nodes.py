@@ -206,7 +206,7 @@ class LocalJoin(IANode):
         rkeys, lkeys = _joined(op.right_keys, self.right.type), _joined(op.left_keys, self.left.type)
         for rk, rcs in self.right.copies.items():
             index[rk if rkeys is None else tuple(rk[d] for d in rkeys)].append((rk, rcs))
-        out = {}
+        out: dict[Any, Any] = {}
         if self.s == 1 and self.at is None:  # one site, one copy of each tuple: every pair meets there
             uid = self.uid
             for lk in self.left.copies:
