@@ -168,13 +168,15 @@ class DaskCollection(DaskMethodsMixin):
 
     def _simplified(self) -> tuple:
         """The roots simplified (``optimizer.simplify``; as they are with ``rewrite=False``),
-        once per collection: they depend on no cluster."""
+        once per expression the collection holds (item assignment gives it another): they depend
+        on no cluster."""
+        roots = tuple(self.roots)
         if not config.get("rewrite"):
-            return tuple(self.roots)
+            return roots
         found = self.__dict__.get("_simple")
-        if found is None:
-            found = self.__dict__["_simple"] = simplify(self.roots)
-        return found
+        if found is None or len(found[0]) != len(roots) or any(a is not b for a, b in zip(found[0], roots)):
+            found = self.__dict__["_simple"] = (roots, simplify(roots))
+        return found[1]
 
     def _make_plan(self, roots, where, placements) -> Plan:
         return plan_many(
