@@ -309,10 +309,8 @@ def test_one_placement_query_per_compute(client, monkeypatch):
     x = dt.random.random((200, 40), chunks=50, seed=1).persist()
     wait(x)
     asked = []
-    real = collection.snapshot_soon
-    monkeypatch.setattr(
-        collection, "snapshot_soon", lambda c, keys, **kw: asked.append(len(keys)) or real(c, keys, **kw)
-    )
+    real = collection.snapshot
+    monkeypatch.setattr(collection, "snapshot", lambda c, keys, **kw: asked.append(len(keys)) or real(c, keys, **kw))
     a = x.compute()
     asked.clear()
     np.testing.assert_allclose((x.T @ x).compute(), a.T @ a, rtol=1e-10)
@@ -321,32 +319,6 @@ def test_one_placement_query_per_compute(client, monkeypatch):
     y.planned()
     y.planned()
     assert asked == [4, 4, 4]
-
-
-def test_the_expression_is_simplified_while_the_scheduler_answers_and_once(client, monkeypatch):
-    """The placement query is sent, the expression simplified (it depends on no cluster), and
-    only then is the answer read; a second plan of the collection simplifies nothing again."""
-    from dask_tra.runtime import collection
-    events = []
-    ask, simplify = collection.snapshot_soon, collection.simplify
-
-    def asked(c, keys, **kw):
-        events.append("asked")
-        answer = ask(c, keys, **kw)
-        return lambda: events.append("answered") or answer()
-
-    monkeypatch.setattr(collection, "snapshot_soon", asked)
-    monkeypatch.setattr(collection, "simplify", lambda roots: events.append("simplified") or simplify(roots))
-    x = dt.random.random((200, 40), chunks=50, seed=2).persist()
-    wait(x)
-    events.clear()
-    y = (x.T @ x)[:20, :20]
-    y.planned()
-    assert events == ["asked", "simplified", "answered"]
-    y.planned()
-    assert events == ["asked", "simplified", "answered", "asked", "answered"]
-    a = x.compute()
-    np.testing.assert_allclose(y.compute(), (a.T @ a)[:20, :20], rtol=1e-10)
 
 
 def test_a_reduction_streams_under_a_memory_limit_below_its_input(client):

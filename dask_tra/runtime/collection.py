@@ -15,7 +15,6 @@ import gc
 import hashlib
 import threading
 import time
-from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -27,13 +26,13 @@ from dask.threaded import get as threaded_get
 from dask.utils import format_bytes
 
 from .. import backends, config
-from ..optimizer import MemoryLimitError, Plan, plan_many, simplify
+from ..optimizer import MemoryLimitError, Plan, plan_many
 from ..optimizer.explain import Explain
 from ..tra.dag import walk_many
 from . import compat, recovery
 from .emit import emit
 from .rates import learn, planning_rates
-from .session import session, snapshot_soon
+from .session import session, snapshot
 from .sites import Sites, active_client, current_sites, in_event_loop
 from .sources import ArraySource, PersistedSource, SiteGone, placements_of
 
@@ -156,31 +155,17 @@ class DaskCollection(DaskMethodsMixin):
             derived = any(e.children for e in self.roots)
             held = held_inputs(self.sources) if derived else {}
             memo = self._executing()
-            answer = cluster_snapshot_soon(held, memo) if sites is None else lambda: (None, None)
-            roots = self._simplified()  # while the scheduler answers
-            info, found = answer()
+            info, found = cluster_snapshot(held, memo) if sites is None else (None, None)
             where = current_sites(sites, chunk_backends(self.roots), info)
             placements = input_placements(self.sources, where, held, found) if derived else {}
             cache_key = plan_cache_key(where, placements)
             if cache_key not in self._plans:
-                self._plans[cache_key] = Planned(self._make_plan(roots, where, placements), where, cache_key)
+                self._plans[cache_key] = Planned(self._make_plan(where, placements), where, cache_key)
             return self._plans[cache_key]
 
-    def _simplified(self) -> tuple:
-        """The roots simplified (``optimizer.simplify``; as they are with ``rewrite=False``),
-        once per expression the collection holds (item assignment gives it another): they depend
-        on no cluster."""
-        roots = tuple(self.roots)
-        if not config.get("rewrite"):
-            return roots
-        found = self.__dict__.get("_simple")
-        if found is None or len(found[0]) != len(roots) or any(a is not b for a, b in zip(found[0], roots)):
-            found = self.__dict__["_simple"] = (roots, simplify(roots))
-        return found[1]
-
-    def _make_plan(self, roots, where, placements) -> Plan:
+    def _make_plan(self, where, placements) -> Plan:
         return plan_many(
-            roots,
+            self.roots,
             where.count,
             placements=placements or None,
             memory_limit=where.memory_limit,
@@ -188,7 +173,7 @@ class DaskCollection(DaskMethodsMixin):
             force=config.get("force"),
             rates=planning_rates(where),
             one_layout=self.one_layout,
-            rewrite=False,  # ``roots`` are simplified
+            rewrite=config.get("rewrite"),
         )
 
     def __getstate__(self):
@@ -197,7 +182,6 @@ class DaskCollection(DaskMethodsMixin):
         state = dict(self.__dict__)
         state["_plans"], state["_last_entry"] = {}, None
         state.pop("_lock", None)
-        state.pop("_simple", None)
         state.pop("_memo", None)
         return state
 
@@ -473,31 +457,20 @@ def cluster_snapshot(held: dict, memo: dict | None = None) -> tuple:
     it reports are held for 30 s, so the plan made from it holds (workers that left meanwhile
     have their tasks re-pinned, ``faults.py``), and the same question asked again within
     ``SNAPSHOT_REUSE_S`` gets the same answer without a round trip."""
-    return cluster_snapshot_soon(held, memo)()
-
-
-def cluster_snapshot_soon(held: dict, memo: dict | None = None) -> Callable[[], tuple]:
-    """``cluster_snapshot``, asked now (the round trip runs on the client's event loop) and
-    answered by the callable returned."""
     client = active_client()
     if client is None or client.status != "running" or in_event_loop(client):
-        return lambda: (None, None)
+        return None, None
     keys = tuple(dk for keys in held.values() for dk in keys)
     now = time.monotonic()
     asked = (client.id, client.scheduler.address, keys)
     last = (memo or {}).get("snapshot")
     if last is not None and last[0] == asked and now - last[1] < SNAPSHOT_REUSE_S:
-        return lambda: last[2]
-    reply = snapshot_soon(client, keys, hold=memo is not None)
-
-    def answer() -> tuple:
-        out = reply()
-        learn(client.scheduler.address, out.get("rates"))
-        found = out["workers"], (out["who_has"], out["bound"], out["computing"])
-        if memo is not None:
-            memo["snapshot"] = (asked, now, found)
-        return found
-
+        return last[2]
+    out = snapshot(client, keys, hold=memo is not None)
+    learn(client.scheduler.address, out.get("rates"))
+    answer = out["workers"], (out["who_has"], out["bound"], out["computing"])
+    if memo is not None:
+        memo["snapshot"] = (asked, now, answer)
     return answer
 
 

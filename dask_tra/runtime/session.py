@@ -13,10 +13,8 @@ handlers) and the chunk backends' worker dispatch (``dispatch.py``). ``RelArray.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import weakref
-from collections.abc import Callable
 
 from . import compat, spill
 from .dispatch import register_worker_dispatch
@@ -63,25 +61,14 @@ class Session:
         """The placement query's reply (``plugin.read_snapshot``), one round trip. With ``hold``
         and the plugin installed, the plugin's handler answers and holds the replicas it reports
         for the plan about to run; otherwise a read-only function on the scheduler."""
-        return self.snapshot_soon(keys, hold)()
-
-    def snapshot_soon(self, keys, hold: bool = False) -> Callable[[], dict]:
-        """``snapshot``, asked now and answered by the callable returned: the caller works on
-        (simplifies the expression) while the round trip runs on the client's event loop."""
         client = self.client
         if hold and self.installed:
-            asked = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), asynchronous=True)
+            out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys))
         else:
-            asked = client.run_on_scheduler(read_snapshot, keys=list(keys), asynchronous=True)
-        reply = asyncio.run_coroutine_threadsafe(_awaited(asked), client.loop.asyncio_loop)
-
-        def answer() -> dict:
-            out = reply.result()
-            if "error" in out:
-                raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
-            return out
-
-        return answer
+            out = client.run_on_scheduler(read_snapshot, keys=list(keys))
+        if "error" in out:
+            raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
+        return out
 
     def rates(self) -> dict:
         """The cluster's rates reply (``plugin.rates_reply``), read only."""
@@ -103,10 +90,6 @@ class Session:
         """Ask the scheduler (one-way) to hold ``keys``' replicas (with the plugin installed)."""
         if keys and self.installed:
             compat.send_to_scheduler(self.client, {"op": HOLD_OP, "keys": list(keys)})
-
-
-async def _awaited(asked):
-    return await asked
 
 
 def session(client) -> Session:
@@ -176,11 +159,6 @@ def snapshot(client, keys, hold: bool = False) -> dict:
     return session(client).snapshot(keys, hold)
 
 
-def snapshot_soon(client, keys, hold: bool = False) -> Callable[[], dict]:
-    """``snapshot``'s reply, asked now, read by calling the callable returned."""
-    return session(client).snapshot_soon(keys, hold)
-
-
 def query_snapshot(client, keys, hold: bool = False) -> tuple:
     """(workers' info, {key: [worker, ...]}, {key: [worker]} bound, [other keys being
     computed]) of ``snapshot``."""
@@ -214,6 +192,5 @@ __all__ = [
     "send_hold",
     "session",
     "snapshot",
-    "snapshot_soon",
     "store_rates",
 ]
