@@ -126,3 +126,16 @@ def test_dask_tra_works_without_torch_and_cupy():
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_concatenating_transposed_blocks_writes_c_order():
+    """np.concatenate keeps its inputs' memory layout; the NumPy backend writes C order, as
+    dask's concatenate3 does, so the reader of a transposed concatenation gets contiguous rows."""
+    from dask_tra.tra.kernels import concat_chunks
+    a = np.random.default_rng(2).standard_normal((6, 4, 5))
+    parts = [a[:2].transpose(1, 2, 0), a[2:].astype(np.float32).transpose(1, 2, 0)]
+    got = concat_chunks(parts, 2)
+    assert got.flags.c_contiguous and got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.concatenate(parts, axis=2))
+    plain = [np.ascontiguousarray(p) for p in parts]
+    np.testing.assert_array_equal(concat_chunks(plain, -1), np.concatenate(plain, axis=-1))

@@ -10,9 +10,9 @@ import dask_tra.array as da
 from dask_tra.array.kernels import Permute
 from dask_tra.optimizer import plan_many
 from dask_tra.optimizer.rewrite import RULES, common_subexpressions, simplify
-from dask_tra.tra import Aggregate, Filter, Join, ReKey, Transform, evaluate, kernels as K
+from dask_tra.tra import Aggregate, Concat, Filter, Join, ReKey, Transform, evaluate, kernels as K
 from dask_tra.tra.dag import render, walk_many
-from dask_tra.tra.kernels import Bound
+from dask_tra.tra.kernels import Bound, Composed
 from dask_tra.tra.keyfuncs import KeyMap, KeyPred, dims_in
 
 RULE = {r.name: r for r in RULES}
@@ -120,6 +120,18 @@ def _drop_identity_transform(x, draw):
     return Transform(x.expr, Permute((0, 1)))
 
 
+def _permute_below_concat(x, draw):
+    """Each block column concatenated into one block, then transposed: alone, with a map after
+    it, or through a relabelling (a rechunk, ``.T`` and a reduction read so)."""
+    joined = Concat(x.expr, 0, 0)
+    if draw(st.integers(0, 1)) == 1:
+        joined = ReKey(joined, KeyMap.selecting((0,)))
+    kernel = Permute((1, 0))
+    if draw(st.integers(0, 1)) == 1:
+        kernel = Composed(K.Elementwise("sin", lambda xp, c: xp.sin(c), 1), kernel)
+    return Transform(joined, kernel)
+
+
 BUILDERS = {
     f.__name__.strip("_"): f
     for f in (
@@ -133,6 +145,7 @@ BUILDERS = {
         _merge_rekeys,
         _drop_identity_rekey,
         _fuse_transforms,
+        _permute_below_concat,
         _drop_identity_transform,
     )
 }
@@ -471,3 +484,14 @@ def test_a_transpose_keeps_its_key_table_exact():
     np.testing.assert_array_equal(
         x.transpose(2, 0, 1).compute(scheduler="sync"), np.arange(60.0).reshape(3, 4, 5).transpose(2, 0, 1)
     )
+
+
+def test_a_transpose_after_a_rechunk_reaches_its_reader_in_c_order():
+    """The transpose moves below the rechunk's concatenation (``permute_below_concat``), which
+    writes C order: the block function after it reads contiguous rows (xarray's quantile sorts
+    them), and the values are NumPy's."""
+    a = np.random.default_rng(1).standard_normal((6, 4, 5))
+    x = da.from_array(a, chunks=(2, 4, 5)).rechunk((6, 4, 5)).transpose(1, 2, 0)
+    flags = x.map_blocks(lambda b: np.full((1, 1, 1), b.flags.c_contiguous), chunks=(1, 1, 1), dtype=bool)
+    assert flags.compute().all()
+    np.testing.assert_array_equal(x.compute(), a.transpose(1, 2, 0))

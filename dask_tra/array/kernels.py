@@ -317,7 +317,7 @@ class Permute(Kernel):
     annihilates = True
 
     def __init__(self, perm):
-        self.perm = tuple(int(p) for p in perm)
+        self.perm = self.permutes = tuple(int(p) for p in perm)
         self.name = f"transpose{list(self.perm)}"
         self.identity_map = self.perm == tuple(range(len(self.perm)))
 

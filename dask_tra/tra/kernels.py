@@ -119,6 +119,7 @@ class Kernel:
     commutative = False
     distributes_over: frozenset = frozenset()
     identity_map = False  # true for the identity transform (idOp)
+    permutes: tuple | None = None  # a pure transpose of the chunk: output axis j is input axis permutes[j]
     # block-sparse facts (a missing block is all zeros): an all-zero input chunk gives an
     # all-zero output (multiply, matmul), so a Join or Transform may skip missing blocks; and
     # folding in a zero chunk changes nothing (add), so an Aggregate may skip them
