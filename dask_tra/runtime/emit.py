@@ -666,8 +666,8 @@ class _Step:
 def _program(specs, members, key, rename):
     """One task computing ``members`` (a fused task's tasks, inputs first, itself last) as flat
     steps (``_run_steps``): no nested task is built, and each step's result is dropped once read.
-    None when a member is not a plain call of chunks (a nested or keyword argument, a fold
-    tree's): it is then built nested."""
+    None when a member is not a plain call of chunks (a nested or keyword argument: a wrapped
+    dask.array block's own task): the task is then built nested."""
     if type(specs[members[-1]]) is Alias:
         members = members[:-1]  # an output aliasing its one member: that member, under the output's key
     step_of = {m: j for j, m in enumerate(members)}
