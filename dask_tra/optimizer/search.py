@@ -358,12 +358,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
 def _co_located(node, kind, views, s, memo) -> Strategy | None:
     """``candidates.co_located``, once per costing key in ``memo`` (a loop's steps join alike)."""
     own = costing_key(node, kind, views, None) if memo is not None and not TERMS else None
-    if own is None:
-        return C.co_located(node, views, s)
-    key = ("co_located", own)
-    if key not in memo:
-        memo[key] = C.co_located(node, views, s)
-    return memo[key]
+    return memoized(memo, None if own is None else ("co_located", own), partial(C.co_located, node, views, s))
 
 
 def costing_key(node, kind, views, only) -> tuple:
@@ -389,13 +384,13 @@ def costing_key(node, kind, views, only) -> tuple:
 
 
 def memoized(memo, key, cost):
-    """``cost()``, made once per ``key`` in ``memo`` (a key of None: made every time)."""
+    """``cost()``, made once per ``key`` in ``memo`` (a key of None: made every time; a None
+    made is kept as any other answer)."""
     if key is None:
         return cost()
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = cost()
-    return found
+    if key not in memo:
+        memo[key] = cost()
+    return memo[key]
 
 
 def flows(cand, s) -> tuple[np.ndarray, np.ndarray]:
