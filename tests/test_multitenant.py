@@ -237,6 +237,29 @@ def test_a_forged_query_changes_nothing_and_gets_an_error(cluster, tra):
         _tra_work(tra, seed=11)
 
 
+def test_a_graph_made_outside_compute_asks_the_handler_and_holds_nothing():
+    """Where the plugin is installed, a plan made outside ``compute``/``persist`` (a graph
+    dask.compute takes) asks dask_tra's handler where its inputs are, read only: no replica is
+    held, and nothing is sent to run on the scheduler (no ``run-function`` event)."""
+    def runs():
+        return sum(e[1].get("action") == "run-function" for e in c.get_events("all"))
+
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as local, \
+            Client(local, set_as_default=False) as c, c.as_current():
+        x = da.random.random((120, 40), chunks=30, seed=3).persist()  # installs the plugin
+        wait(x)
+        want = x.compute()
+        _until(lambda: c.run_on_scheduler(_held) == 0)  # the computes' holds expired
+        before = runs()
+        y = x.T @ x
+        assert (y.name, 0, 0) in dict(y.__dask_graph__())  # planned where x's blocks are
+        assert runs() == before
+        assert c.run_on_scheduler(_held) == 0
+        np.testing.assert_allclose(dask.compute(y)[0], want.T @ want, rtol=1e-10)
+        out = c.sync(c.scheduler.dask_tra_snapshot, keys=[], hold="yes")
+        assert "hold must be a bool" in out["error"]
+
+
 def test_a_malformed_hold_message_does_not_drop_the_sender(cluster, tra):
     with Client(cluster, set_as_default=False) as c:
         session.ensure_installed(c)

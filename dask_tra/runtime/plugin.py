@@ -8,7 +8,8 @@ registrations are no-ops) does four things, the first three only for dask_tra's 
   which suggests exactly what ``ReduceReplicas`` does for every key dask_tra's tasks do not
   read;
 - releases dask_tra's pins from a worker that left (``faults.py``);
-- answers planning's placement query (``dask_tra_snapshot``, a request/reply handler) and
+- answers planning's placement query (``dask_tra_snapshot``, a request/reply handler; read
+  only, or holding the replicas it reports for the plan about to run) and
   the one-way hold of scattered replicas (``dask_tra_hold``, a stream handler);
 - keeps the cluster's calibrated rates (``dask_tra_rates``, a request/reply handler: one
   entry, the latest ``dask_tra.calibrate``'s, replaced by the next), so that every client of
@@ -66,11 +67,14 @@ class DaskTraPlugin(SchedulerPlugin):
         purge.start()
         compat.replace_policy(scheduler, amm.ReduceReplicas, lambda: KeepPinnedReplicas(self.holds))
 
-    def handle_snapshot(self, keys=(), **unexpected):
-        problem = _bad_message(keys, unexpected)
+    def handle_snapshot(self, keys=(), hold=True, **unexpected):
+        """The placement query's reply; with ``hold`` the replicas it reports are held for the
+        plan about to run, without it a read that changes nothing (``read_snapshot``'s, at
+        the cost of a handler call rather than a function sent to run)."""
+        problem = _bad_message(keys, unexpected) or (None if isinstance(hold, bool) else "hold must be a bool")
         if problem is not None:
             return {"error": problem}
-        return {**amm.snapshot(self.scheduler, self.holds, keys), "rates": self.rates_reply()}
+        return {**amm.snapshot(self.scheduler, self.holds if hold else None, keys), "rates": self.rates_reply()}
 
     def handle_rates(self, store=None, workers=(), **unexpected):
         """No arguments: the rates reply. ``store`` (a dict of measured rates, ``MEASURED``)

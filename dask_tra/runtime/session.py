@@ -58,12 +58,12 @@ class Session:
             register_worker_dispatch(client, backends)
 
     def snapshot(self, keys, hold: bool = False) -> dict:
-        """The placement query's reply (``plugin.read_snapshot``), one round trip. With ``hold``
-        and the plugin installed, the plugin's handler answers and holds the replicas it reports
-        for the plan about to run; otherwise a read-only function on the scheduler."""
+        """The placement query's reply (``plugin.read_snapshot``), one round trip. With the
+        plugin installed its handler answers (with ``hold``, holding the replicas it reports
+        for the plan about to run); otherwise a read-only function sent to the scheduler."""
         client = self.client
-        if hold and self.installed:
-            out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys))
+        if self.installed:
+            out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), hold=hold)
         else:
             out = client.run_on_scheduler(read_snapshot, keys=list(keys))
         if "error" in out:
