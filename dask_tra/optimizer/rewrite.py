@@ -492,11 +492,23 @@ def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...], merged: lis
     return common_subexpressions(out, memo, merged=merged) if redirect else out  # rewrites can make equal nodes
 
 
+_ON: dict[tuple[int, type], tuple] = {}  # (id(rules), class) -> (rules, the rules for that class)
+
+
+def _rules_on(rules: tuple[Rule, ...], cls: type) -> tuple[Rule, ...]:
+    """The rules that apply to nodes of class ``cls``, in order (looked up by the tuple's
+    identity: hashing it would hash every rule)."""
+    found = _ON.get((id(rules), cls))
+    if found is None or found[0] is not rules:
+        if len(_ON) > 256:
+            _ON.clear()
+        found = _ON[(id(rules), cls)] = (rules, tuple(r for r in rules if issubclass(cls, r.on)))
+    return found[1]
+
+
 def _first_rewrite(node: Expr, rules: tuple[Rule, ...], sole: Sole) -> Expr | None:
     """The first rule's rewrite of ``node`` that keeps its type exactly, or None."""
-    for rule in rules:
-        if not isinstance(node, rule.on):
-            continue
+    for rule in _rules_on(rules, type(node)):
         try:
             new = rule.apply(node, sole)
         except TRAError:  # the rewritten operator is not well formed (e.g. a join over holes)
