@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from dask._task_spec import GraphNode, convert_legacy_task
@@ -52,6 +52,7 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..optimizer import memory as mem
+from ..optimizer.symbolic import key_bytes
 from ..tra.dag import Registry, walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
@@ -117,7 +118,7 @@ class Step:
     role: str = "map"
 
     def name(self) -> str:
-        return task_name([self])
+        return task_name((self,))
 
 
 def task_name(steps) -> str:
@@ -125,6 +126,11 @@ def task_name(steps) -> str:
     operation that computes something, with its stage (or the stage it finishes: a map right
     after an aggregation is its end, ``mean-aggregate``), preceded by the block products fused
     into it (``matmul-sum-partial``). Inputs and relabels count only when alone."""
+    return _task_name(tuple(steps))
+
+
+@lru_cache(maxsize=4096)  # a plan names its tasks from a few steps, again and again
+def _task_name(steps: tuple) -> str:
     real = [s for s in steps if s.role not in ("input", "plumbing")]
     if not real:
         real = [s for s in steps if s.role == "input"] or list(steps)
@@ -148,39 +154,17 @@ class Naming:
     """Each IA node's ``Step`` and the task names of a graph, before and after fusion."""
 
     def __init__(self, walk, fused, products):
-        consumers: dict = {}
-        for n in walk:
-            for c in n.children:
-                consumers.setdefault(c.uid, []).append(n)
+        feeds = _feeds_aggregate(walk)
         self.steps: dict = {}
         for n in walk:  # children first
-            self.steps[n.uid] = self._step(n, consumers, fused, products)
-
-    def _feeds_aggregate(self, n, consumers) -> bool:
-        """Whether n's tuples are summed across blocks next (through moves and relabels)."""
-        stack, seen = [n], set()
-        while stack:
-            for c in consumers.get(stack.pop().uid, ()):
-                if c.uid in seen:
-                    continue
-                seen.add(c.uid)
-                if isinstance(c, LocalAggregate) and not isinstance(c.op, Concat):
-                    return True
-                if isinstance(c, (Broadcast, Shuffle, LocalFilter)) or (
-                    isinstance(c, LocalMap) and _map_word(c.op.label) in _PLUMBING
-                ):
-                    stack.append(c)
-        return False
+            partial = "partial" if n.uid in feeds else ""
+            self.steps[n.uid] = STEP(n)(self, n, partial, fused, products)
 
     def _below(self, n) -> Step:
         """The step of what ``n`` reads, through moves and relabels."""
         while isinstance(n, (Broadcast, Shuffle, LocalFilter)):
             n = n.children[0]
         return self.steps.get(n.uid, Step("op"))
-
-    def _step(self, n, consumers, fused, products) -> Step:
-        partial = "partial" if self._feeds_aggregate(n, consumers) else ""
-        return STEP(n)(self, n, partial, fused, products)
 
     def fused(self, tasks, members, names, exposed) -> dict:
         """{old key: new key} for the tasks whose fused members name them otherwise than their
@@ -195,6 +179,20 @@ class Naming:
             if new != old:
                 out[dk] = (new,) + tuple(dk[1:])
         return out
+
+
+def _feeds_aggregate(walk) -> set:
+    """The uids of the nodes whose tuples are summed across blocks next (through moves and
+    relabels): one pass, readers before what they read."""
+    feeds: set = set()
+    for n in reversed(walk):
+        passes = isinstance(n, (Broadcast, Shuffle, LocalFilter)) or (
+            isinstance(n, LocalMap) and _map_word(n.op.label) in _PLUMBING
+        )
+        sums = isinstance(n, LocalAggregate) and not isinstance(n.op, Concat)
+        if sums or (passes and n.uid in feeds):
+            feeds.update(c.uid for c in n.children)
+    return feeds
 
 
 @STEP.register(IANode)
@@ -405,10 +403,15 @@ class ChunkBytes:
 
 
 def _chunk_bytes(t, key) -> int:
-    n = 1
-    for e in t.chunk_shape(key):
-        n *= int(e)
-    return n * t.dtype.itemsize
+    """Bytes of the chunk at ``key``: read from the type's table of every key's bytes, made
+    once per type (a persisted input's type serves every plan that reads it)."""
+    table = t._cache.get("key_bytes_list")
+    if table is None:
+        table = t._cache["key_bytes_list"] = key_bytes(t).tolist()
+    i = 0
+    for k, f in zip(key, t.frontier):
+        i = i * f + k
+    return table[i]
 
 
 class Moves:
