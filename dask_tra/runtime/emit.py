@@ -52,7 +52,7 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..optimizer import memory as mem
-from ..optimizer.symbolic import key_bytes
+from ..optimizer.symbolic import key_elements
 from ..tra.dag import Registry, walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
@@ -403,15 +403,12 @@ class ChunkBytes:
 
 
 def _chunk_bytes(t, key) -> int:
-    """Bytes of the chunk at ``key``: read from the type's table of every key's bytes, made
-    once per type (a persisted input's type serves every plan that reads it)."""
-    table = t._cache.get("key_bytes_list")
-    if table is None:
-        table = t._cache["key_bytes_list"] = key_bytes(t).tolist()
+    """Bytes of the chunk at ``key``, read from the type's elements per key (kept with the
+    type: a persisted input's serves every plan that reads it)."""
     i = 0
     for k, f in zip(key, t.frontier):
         i = i * f + k
-    return table[i]
+    return int(key_elements(t)[i]) * t.dtype.itemsize
 
 
 class Moves:
