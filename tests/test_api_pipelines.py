@@ -9,7 +9,8 @@ import random
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dask_tra.array as da
 
