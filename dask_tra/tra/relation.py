@@ -86,12 +86,14 @@ class ChunkAxis:
             if sizes.shape[i] and (sizes == sizes.take([0], axis=i)).all():
                 sizes = sizes.take(0, axis=i)
                 del dims[i]
-        return ChunkAxis(dims, sizes)
+        return self if len(dims) == len(self.key_dims) else ChunkAxis(dims, sizes)
 
     def relabel(self, mapping: Mapping[int, int]) -> "ChunkAxis":
         """Rename key dims (old -> new); two old dims mapped to one new dim take their diagonal."""
         new = [mapping[d] for d in self.key_dims]
         if len(set(new)) == len(new):
+            if all(a < b for a, b in zip(new, new[1:])):  # still in order: the same extents
+                return ChunkAxis._checked(tuple(new), self.sizes)
             return ChunkAxis(new, self.sizes)
         uniq = sorted(set(new))
         sub = "".join(chr(97 + uniq.index(n)) for n in new)
@@ -107,8 +109,17 @@ class ChunkAxis:
 
     def truncate(self, frontier: Sequence[int]) -> "ChunkAxis":
         """Restrict to keys below a (smaller) frontier."""
+        if not self.key_dims or all(frontier[d] >= n for d, n in zip(self.key_dims, self.sizes.shape)):
+            return self  # nothing cut: the same axis (immutable)
         idx = tuple(slice(0, frontier[d]) for d in self.key_dims)
-        return ChunkAxis(self.key_dims, self.sizes[idx])
+        return ChunkAxis._checked(self.key_dims, self.sizes[idx])
+
+    @classmethod
+    def _checked(cls, key_dims: tuple[int, ...], sizes: np.ndarray) -> "ChunkAxis":
+        """An axis from key dims and extents already checked (a view of another axis' extents)."""
+        out = object.__new__(cls)
+        out.key_dims, out.sizes, out._table = key_dims, sizes, None
+        return out
 
     def __eq__(self, other: object) -> bool:
         if self is other or self.sizes is getattr(other, "sizes", None):  # one array: the rewrites share them
