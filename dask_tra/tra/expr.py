@@ -441,6 +441,10 @@ def _kept(t: RelationType, predicate: KeyPred) -> list:
             (d,) = pred.dims
             if not all(values):
                 break
+            blocks = pred.block_set()
+            if blocks is not None:  # ``key[d] in blocks``: read in closed form
+                values[d] = [v for v in values[d] if v in blocks[1]]
+                continue
             first = [v[0] for v in values]
             values[d] = [v for v in values[d] if pred(tuple(first[:d] + [v] + first[d + 1 :]))]
         return list(itertools.product(*values))

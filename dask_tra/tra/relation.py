@@ -60,8 +60,12 @@ class ChunkAxis:
 
     @classmethod
     def along(cls, key_dim: int, sizes: Iterable[int]) -> "ChunkAxis":
-        """An axis whose extent follows one key dim (a dask chunk tuple)."""
-        return cls((key_dim,), tuple(sizes)).simplified()
+        """An axis whose extent follows one key dim (a dask chunk tuple); constant when every
+        block has one extent (what ``simplified`` makes of it, without arrays)."""
+        sizes = tuple(sizes)
+        if sizes and all(n == sizes[0] for n in sizes):
+            return cls.const(sizes[0])
+        return cls((key_dim,), sizes)
 
     def size_at(self, key: Sequence[int]) -> int:
         table = self._table
