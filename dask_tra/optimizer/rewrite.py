@@ -258,6 +258,8 @@ BIG = 64  # items of a collection compared one by one; larger ones: see ``_big``
 def _value(v: Any) -> Any:
     """A hashable stand-in equal exactly when the values are: kernels by their type and every
     field (a function by identity: two kernels named alike with other functions differ)."""
+    if type(v) in _ATOMS:  # most fields: checked first
+        return v
     if isinstance(v, (Kernel, Bound, KeyMap, KeyPred)):
         found = _seen.get(id(v))
         if found is None or found[0] is not v:
@@ -292,6 +294,7 @@ def _big(v: Any) -> Any:
 
 
 _PLAIN = {int, str, bool, type(None), tuple}
+_ATOMS = frozenset({int, str, bool, type(None)})
 
 
 def content(node: Expr) -> Any:
