@@ -52,7 +52,6 @@ from dask.task_spec import Alias, DataNode, Task, TaskRef
 
 from ..ia.nodes import Broadcast, IANode, LocalAggregate, LocalFilter, LocalJoin, LocalMap, Placed, Shuffle
 from ..optimizer import memory as mem
-from ..optimizer.symbolic import key_elements
 from ..tra.dag import Registry, walk_many
 from ..tra.expr import Concat
 from ..tra.tasks import Data
@@ -403,12 +402,19 @@ class ChunkBytes:
 
 
 def _chunk_bytes(t, key) -> int:
-    """Bytes of the chunk at ``key``, read from the type's elements per key (kept with the
-    type: a persisted input's serves every plan that reads it)."""
-    i = 0
-    for k, f in zip(key, t.frontier):
-        i = i * f + k
-    return int(key_elements(t)[i]) * t.dtype.itemsize
+    """Bytes of the chunk at ``key``: read from the type's elements per key where planning
+    made them (kept with the type), else from the chunk's shape (made for a few keys, that
+    table would cost more than it saves)."""
+    elements = t._cache.get("key_elements")
+    if elements is not None:
+        i = 0
+        for k, f in zip(key, t.frontier):
+            i = i * f + k
+        return int(elements[i]) * t.dtype.itemsize
+    n = 1
+    for e in t.chunk_shape(key):
+        n *= int(e)
+    return n * t.dtype.itemsize
 
 
 class Moves:
