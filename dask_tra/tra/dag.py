@@ -127,18 +127,22 @@ def walk(root: Any) -> list:
 
 def walk_many(roots: Iterable[Any]) -> list:
     """Every node reachable from any of ``roots`` once, children before parents."""
-    seen, order = set(), []
+    seen: set[int] = set()
+    order: list = []
     stack = [(r, False) for r in reversed(tuple(roots))]
+    pop, push, emit, mark = stack.pop, stack.append, order.append, seen.add  # every planning pass walks
     while stack:
-        node, expanded = stack.pop()
+        node, expanded = pop()
         if expanded:
-            order.append(node)
+            emit(node)
             continue
         if id(node) in seen:
             continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((c, False) for c in reversed(node.children) if id(c) not in seen)
+        mark(id(node))
+        push((node, True))
+        for c in reversed(node.children):
+            if id(c) not in seen:
+                push((c, False))
     return order
 
 
