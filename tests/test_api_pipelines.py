@@ -154,7 +154,7 @@ def _check(got, want, steps):
                                equal_nan=True, err_msg=str(steps))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_random_pipelines_match_numpy(r):
     x, a, steps = _pipeline(r)
@@ -169,7 +169,7 @@ def client():
         yield c
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.randoms(use_true_random=False))
 def test_random_pipelines_match_numpy_on_a_cluster(client, r):
     x, a, steps = _pipeline(r)
