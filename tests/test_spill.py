@@ -64,3 +64,21 @@ def test_other_tasks_and_unlimited_workers_are_left_alone(client):
         return plugin.evicted - before
 
     assert set(client.run(ends_of_foreign_tasks).values()) == {0}
+
+
+def test_task_ends_well_under_the_threshold_read_the_process_memory_rarely(client):
+    """Reading the process memory (``psutil``) is done on the worker's event loop: below the
+    threshold, task ends within ``REREAD_S`` of the last read estimate it from the results'
+    managed bytes instead of reading it again."""
+    def ends(dask_worker):
+        import time as t
+
+        plugin = dask_worker.plugins[spill.NAME]
+        plugin._read = None
+        before, start = plugin.reads, t.monotonic()
+        evicted = [plugin.spill() for _ in range(200)]
+        return plugin.reads - before, t.monotonic() - start, sum(evicted)
+
+    ((reads, elapsed, evicted),) = client.run(ends).values()
+    assert evicted == 0  # nothing is held: the process is under the threshold
+    assert 1 <= reads <= 2 + int(elapsed / spill.REREAD_S)

@@ -18,14 +18,20 @@ run finished only after the lost blocks were computed again elsewhere (``faults.
 does at the end of each of dask_tra's tasks what the monitor does at its next tick: if the
 process is above the spill threshold, it evicts results (the spill buffer's own ``evict``, oldest
 first) until the process is under the target or nothing is left in memory to evict. The
-thresholds are the worker's own; a worker without a memory limit, with spilling disabled
+thresholds are the worker's own. The process memory is read (``psutil``, on the worker's event
+loop) only when the last reading, plus the results' managed bytes stored since, comes within 10%
+of the spill threshold, or is older than 100 ms: a task end well under the threshold costs no
+read. A worker without a memory limit, with spilling disabled
 (``spill: False``) or without a spill buffer is left alone, and so are other clients' tasks:
 their ends trigger nothing (the monitor still acts for them as before). Then a worker's process
 memory, at the end of any dask_tra task, is at most the spill threshold (or what it holds
-besides results), plus the blocks of the tasks still running.
+besides results), plus the blocks of the tasks still running (memory the process takes besides
+results is seen at the next read, within 100 ms, as the monitor would see it).
 """
 
 from __future__ import annotations
+
+import time
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -46,6 +52,8 @@ class SpillAsMade(WorkerPlugin):
         self.worker = worker
         self.evicted = 0  # results this plugin spilled (for tests and diagnostics)
         self.bytes = 0  # their managed bytes
+        self.reads = 0  # process memory reads (for tests: most task ends need none)
+        self._read: tuple[float, int, int] | None = None  # (when, process memory, managed bytes) last read
 
     def transition(self, key, start, finish, **kwargs):
         if start != "executing" or finish != "memory":
@@ -61,7 +69,9 @@ class SpillAsMade(WorkerPlugin):
         data = self.worker.data
         if not limit or spill is False or not hasattr(data, "evict") or not hasattr(data, "fast"):
             return 0
-        memory = compat.worker_process_memory(self.worker)
+        if self._clearly_below(limit * spill, data):
+            return 0
+        memory = self._memory(data)
         if memory <= limit * spill:
             return 0
         floor = limit * (target or spill)
@@ -72,9 +82,36 @@ class SpillAsMade(WorkerPlugin):
                 break
             n += 1
             self.bytes += weight
-            memory = compat.worker_process_memory(self.worker)
+            memory = self._memory(data)
         self.evicted += n
         return n
+
+    def _memory(self, data) -> int:
+        """The process memory, read now (``psutil``: a read of ``/proc`` on the worker's event
+        loop, tens of microseconds), with the managed bytes it was read at."""
+        memory = compat.worker_process_memory(self.worker)
+        self._read = (time.monotonic(), memory, _managed(data))
+        self.reads += 1
+        return memory
+
+    def _clearly_below(self, threshold: float, data) -> bool:
+        """Whether the process is still well under ``threshold`` by the last read, recent enough,
+        plus the results stored since (their managed bytes): most task ends then read nothing."""
+        if self._read is None:
+            return False
+        when, memory, managed = self._read
+        if time.monotonic() - when > REREAD_S:
+            return False
+        return memory + max(0, _managed(data) - managed) < MARGIN * threshold
+
+
+REREAD_S = 0.1  # the process memory is read again at least this often (the memory monitor's tick)
+MARGIN = 0.9  # and whenever the estimate reaches this fraction of the spill threshold
+
+
+def _managed(data) -> int:
+    """The managed bytes of the results held in memory (the spill buffer's fast store)."""
+    return int(getattr(data.fast, "total_weight", 0))
 
 
 def install(client) -> None:
