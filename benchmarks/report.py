@@ -337,9 +337,15 @@ def targets_markdown(ts):
 
 
 def plot(results, out_dir, label, title_suffix):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """One PNG per workload; none (and a line saying so) without matplotlib, the ``bench``
+    extra: the tables and JSON are written either way."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("[bench] matplotlib is not installed: no plots (pip install -e \".[bench]\")")
+        return []
 
     files = []
     for wname, comps in _by(results).items():
