@@ -442,7 +442,7 @@ def _kept(t: RelationType, predicate: KeyPred) -> list:
             if not all(values):
                 break
             blocks = pred.block_set()
-            if blocks is not None:  # ``key[d] in blocks``: read in closed form
+            if blocks is not None and blocks[0] == d:  # ``key[d] in blocks``: read in closed form
                 values[d] = [v for v in values[d] if v in blocks[1]]
                 continue
             first = [v[0] for v in values]
