@@ -260,6 +260,34 @@ def test_a_graph_made_outside_compute_asks_the_handler_and_holds_nothing():
         assert "hold must be a bool" in out["error"]
 
 
+def _older_handler(dask_scheduler=None):
+    """The placement handler as a plugin registered by an older dask_tra has it: no ``hold``."""
+    installed = dask_scheduler.plugins[plugin.NAME]
+
+    def handle_snapshot(keys=(), **unexpected):
+        if unexpected:
+            return {"error": f"unexpected arguments {sorted(unexpected)}"}
+        return installed.handle_snapshot(keys=keys)
+
+    dask_scheduler.handlers[plugin.SNAPSHOT_OP] = handle_snapshot
+
+
+def test_a_plugin_from_an_older_client_is_read_without_hold():
+    """A cluster whose plugin an older dask_tra registered (its handler takes no ``hold``): a
+    plan made outside ``compute`` falls back to the read-only function, and ``compute`` still
+    asks the handler."""
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as local, \
+            Client(local, set_as_default=False) as c, c.as_current():
+        x = da.random.random((120, 40), chunks=30, seed=4).persist()
+        wait(x)
+        want = x.compute()
+        c.run_on_scheduler(_older_handler)
+        y = x.T @ x
+        assert (y.name, 0, 0) in dict(y.__dask_graph__())
+        np.testing.assert_allclose(dask.compute(y)[0], want.T @ want, rtol=1e-10)
+        np.testing.assert_allclose((x @ x.T).compute(), want @ want.T, rtol=1e-10)
+
+
 def test_a_malformed_hold_message_does_not_drop_the_sender(cluster, tra):
     with Client(cluster, set_as_default=False) as c:
         session.ensure_installed(c)

@@ -62,9 +62,13 @@ class Session:
         plugin installed its handler answers (with ``hold``, holding the replicas it reports
         for the plan about to run); otherwise a read-only function sent to the scheduler."""
         client = self.client
+        out = None
         if self.installed:
-            out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), hold=hold)
-        else:
+            kw = {} if hold else {"hold": False}  # a plugin registered by an older client holds always
+            out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), **kw)
+            if not hold and "unexpected arguments" in out.get("error", ""):
+                out = None
+        if out is None:
             out = client.run_on_scheduler(read_snapshot, keys=list(keys))
         if "error" in out:
             raise ValueError(f"dask_tra's scheduler plugin refused the placement query: {out['error']}")
