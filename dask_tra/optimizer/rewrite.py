@@ -293,8 +293,8 @@ def _big(v: Any) -> Any:
     return (type(v).__name__, frozenset(v) if isinstance(v, (set, frozenset)) else tuple(v))
 
 
-_PLAIN = {int, str, bool, type(None), tuple}
-_ATOMS = frozenset({int, str, bool, type(None)})
+_ATOMS = frozenset({int, str, bool, type(None)})  # returned as they are
+_PLAIN = _ATOMS | {tuple}  # what a large collection may hold to be compared by content
 
 
 def content(node: Expr) -> Any:

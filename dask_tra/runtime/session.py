@@ -64,7 +64,7 @@ class Session:
         client = self.client
         out = None
         if self.installed:
-            kw = {} if hold else {"hold": False}  # a plugin registered by an older client holds always
+            kw = {} if hold else {"hold": False}  # an older dask_tra's handler knows no ``hold``
             out = client.sync(getattr(client.scheduler, SNAPSHOT_OP), keys=list(keys), **kw)
             if not hold and "unexpected arguments" in out.get("error", ""):
                 out = None
