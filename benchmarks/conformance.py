@@ -16,29 +16,6 @@ from .coverage import write
 
 START, END = "<!-- conformance:start -->", "<!-- conformance:end -->"
 
-# The suite's tests of results that the standard leaves to the library. For these floor-division
-# cases the suite checks only the value the standard prefers, floor(x1 / x2). The standard's own
-# text (2024.12, floor_divide, "Special cases") adds "(note: libraries may return NaN [or -1.0] to
-# match Python behavior)". RelArray's `//` is NumPy's floor_divide, as dask.array's, Python's and
-# array-api-strict's are, and gives those values. The namespace's floor_divide gives the preferred
-# values. Each case is listed with the value the note allows; the rate is given with and without them.
-_FLOORDIV_NOTES = {
-    "x1_i is +infinity and isfinite(x2_i) and x2_i > 0) -> +infinity": "NaN",
-    "x1_i is +infinity and isfinite(x2_i) and x2_i < 0) -> -infinity": "NaN",
-    "x1_i is -infinity and isfinite(x2_i) and x2_i > 0) -> -infinity": "NaN",
-    "x1_i is -infinity and isfinite(x2_i) and x2_i < 0) -> +infinity": "NaN",
-    "isfinite(x1_i) and x1_i > 0 and x2_i is -infinity) -> -0": "-1.0",
-    "isfinite(x1_i) and x1_i < 0 and x2_i is +infinity) -> -0": "-1.0",
-}
-PERMITTED = {
-    f"array_api_tests.test_special_cases::test_{kind}[{op}({case}]": (
-        f"the standard's note allows {value} (\"to match Python behavior\"); `//` is NumPy's floor_divide, "
-        f"which gives {value}"
-    )
-    for kind, op in (("binary", "__floordiv__"), ("iop", "__ifloordiv__"))
-    for case, value in _FLOORDIV_NOTES.items()
-}
-
 
 def run(suite_dir, max_examples=3, extensions=("linalg", "fft"), select=None, timeout=3600):
     """(passed, failed, skipped, [(test id, first line of the failure)])."""
@@ -78,24 +55,13 @@ def _counts(root):
 
 def report(passed, failed, skipped, failures, max_examples):
     ran = passed + failed
-    permitted = [(t, why) for t, why in failures if t in PERMITTED]
-    failures = [(t, why) for t, why in failures if t not in PERMITTED]
     head = (f"array-api-tests, `--max-examples={max_examples}`, linalg and fft extensions on: "
             f"**{passed} passed, {failed} failed** of {ran} run ({100 * passed / max(ran, 1):.1f}%), "
             f"{skipped} skipped.")
-    if permitted:
-        rest = ran - len(permitted)
-        rate, verb = 100 * passed / max(rest, 1), "is" if len(permitted) == 1 else "are"
-        head += (f" {len(permitted)} of the failures {verb} of results the standard leaves to the library "
-                 f"(listed below with the reason); without them **{passed} of {rest} pass ({rate:.1f}%)**.")
     lines = [head, ""]
     if failures:
         lines += ["| failing test | reason |", "|---|---|"]
         lines += [f"| `{t}` | {why.replace('|', '/')} |" for t, why in failures]
-        lines += [""]
-    if permitted:
-        lines += ["| failing test, a result the standard allows | first error line; why it is allowed |", "|---|---|"]
-        lines += [f"| `{t}` | {why.replace('|', '/').rstrip(' ,')}; {PERMITTED[t]} |" for t, why in permitted]
     return "\n".join(lines).rstrip("\n")
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dask_tra.array as da
+from dask_tra import RelArray
 from dask_tra.array import namespace as xp
 
 INF, NAN = np.inf, np.nan
@@ -321,12 +322,10 @@ def test_setitem_0d_boolean_bad_value_raises_as_numpy():
 
 # ---------------------------------------------------------------- floor division with infinities
 def test_floordiv_operator_keeps_numpy_and_namespace_function_follows_the_standard():
-    """``x // y`` is NumPy's floor_divide (NaN for inf // 2, -1.0 for 1 // -inf: results the
-    standard's notes allow, "to match Python behavior"; benchmarks/conformance.py lists the
-    suite's tests of them as permitted); the namespace's ``floor_divide`` gives the standard's
-    preferred floor(x1 / x2)."""
-    a = np.array([INF, INF, -INF, -INF, 1.0, -1.0, 1.0, -1.0, 7.0, -7.0])
-    b = np.array([2.0, -2.0, 2.0, -2.0, -INF, INF, INF, -INF, 2.0, 2.0])
+    """``x // y`` on dask_tra.array's RelArrays is NumPy's floor_divide (NaN for inf // 2, -1.0 for
+    1 // -inf: results the standard's notes allow, "to match Python behavior"); the namespace's
+    ``floor_divide`` gives the standard's preferred floor(x1 / x2)."""
+    a, b, preferred = _FLOORDIV
     x, y = da.from_array(a, chunks=((3, 1, 6),)), da.from_array(b, chunks=((2, 5, 3),))
     with np.errstate(all="ignore"):
         want = np.floor_divide(a, b)
@@ -336,8 +335,61 @@ def test_floordiv_operator_keeps_numpy_and_namespace_function_follows_the_standa
         z //= y
         _same(z.compute(), want)
     std = xp.floor_divide(x, y).compute()
-    _same(std, np.array([INF, -INF, -INF, INF, -0.0, -0.0, 0.0, 0.0, 3.0, -4.0]))
+    _same(std, preferred)
     np.testing.assert_array_equal(np.signbit(std[4:8]), [True, True, False, False])
+
+
+_FLOORDIV = (
+    np.array([INF, INF, -INF, -INF, 1.0, -1.0, 1.0, -1.0, 7.0, -7.0]),
+    np.array([2.0, -2.0, 2.0, -2.0, -INF, INF, INF, -INF, 2.0, 2.0]),
+    np.array([INF, -INF, -INF, INF, -0.0, -0.0, 0.0, 0.0, 3.0, -4.0]),
+)
+
+
+def test_namespace_arrays_floordiv_operator_equals_the_namespace_function():
+    """The standard asks ``x1 // x2`` to equal ``floor_divide(x1, x2)``: on the arrays the
+    namespace makes, and on every array computed from them, ``//``, ``//=`` and the reflected
+    operator give the preferred values; a RelArray mixed in (either side) does not change that."""
+    a, b, preferred = _FLOORDIV
+    x, y = xp.asarray(a), xp.asarray(b)
+    assert isinstance(x, xp.Array) and isinstance(x, RelArray)
+    _same((x // y).compute(), preferred)
+    _same((x // da.from_array(b, chunks=3)).compute(), preferred)
+    _same((da.from_array(a, chunks=4) // y).compute(), preferred)
+    _same((a // y).compute(), preferred)  # NumPy on the left defers to the array (NEP 13)
+    _same((x[:4] // 2.0).compute(), np.array([INF, INF, -INF, -INF]))
+    reflected = (2.0 // xp.asarray([INF, -INF])).compute()  # floor(2 / inf) = 0, floor(2 / -inf) = -0
+    _same(reflected, np.array([0.0, -0.0]))
+    np.testing.assert_array_equal(np.signbit(reflected), [False, True])
+    z = xp.asarray(a, copy=True)
+    z //= y
+    _same(z.compute(), preferred)
+    derived = [
+        xp.reshape(x, (2, 5))[0] // y[:5],
+        xp.concat([x, x])[:10] // y,
+        (x + 0.0).rechunk(3) // y,
+        xp.where(x == x, x, 0.0) // y,
+        xp.zeros(10) + x // y,
+        xp.unique_values(x)[-1:] // xp.asarray([2.0]),
+    ]
+    for got, want in zip(derived, [preferred[:5], preferred, preferred, preferred, preferred, np.array([INF])]):
+        assert isinstance(got, xp.Array)
+        _same(got.compute(), want)
+    assert isinstance(xp.sum(x).persist(), xp.Array)
+    for made in (xp.zeros(3), xp.arange(3), xp.full(2, INF), xp.eye(2), xp.linspace(0, 1, 3), xp.ones_like(x)):
+        assert isinstance(made, xp.Array)
+    assert isinstance(xp.fft.fftfreq(4), xp.Array)
+
+
+def test_namespace_asarray_of_a_relarray_keeps_its_kind():
+    """A dask_tra.array RelArray passed through the namespace (as xarray and array-API code do)
+    keeps NumPy's ``//``: only arrays the namespace makes from other data are its ``Array``s."""
+    a, b, _ = _FLOORDIV
+    x = da.from_array(a, chunks=3)
+    for same in (xp.asarray(x), xp.asarray(x, copy=True), xp.astype(x, xp.float64), xp.sum(x[None], axis=0)):
+        assert type(same) is RelArray
+    with np.errstate(all="ignore"):
+        _same((xp.asarray(x) // da.from_array(b, chunks=4)).compute(), np.floor_divide(a, b))
 
 
 def test_namespace_meshgrid_and_broadcast_arrays_return_lists():

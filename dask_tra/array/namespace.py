@@ -16,6 +16,9 @@ from . import namespace_fft as fft  # noqa: F401 (the Array API extensions)
 from . import namespace_linalg as linalg  # noqa: F401
 from .creation import asarray as _asarray  # the one asarray; the standard's below wraps it
 from .methods import da as _da  # dask_tra.array: the package binds it before it imports this module
+from .namespace_array import Array  # noqa: F401 (Array: what creation returns)
+from .namespace_array import kept as _kept
+from .namespace_array import made as _made
 from .relations import is_array as _is_array
 
 __array_api_version__ = "2024.12"
@@ -153,65 +156,68 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     array that a later item assignment to ``obj`` (or a change of the NumPy data it wraps)
     leaves alone."""
     _dev(device)
-    if copy and not _is_array(obj):
+    given = _is_array(obj)
+    if copy and not given:
         obj = _np.array(obj, copy=True)
     out = _asarray(obj, dtype=dtype)
-    return out.copy() if copy and out is obj else out
+    if copy and out is obj:
+        out = out.copy()
+    return out if given else _made(out)  # a RelArray given keeps its kind (and its ``//``)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     _dev(device)
-    return _da.arange(start, stop, step, dtype=dtype)
+    return _made(_da.arange(start, stop, step, dtype=dtype))
 
 
 def empty(shape, *, dtype=None, device=None):
     _dev(device)
-    return _da.empty(shape, dtype=dtype or float64)
+    return _made(_da.empty(shape, dtype=dtype or float64))
 
 
 def zeros(shape, *, dtype=None, device=None):
     _dev(device)
-    return _da.zeros(shape, dtype=dtype or float64)
+    return _made(_da.zeros(shape, dtype=dtype or float64))
 
 
 def ones(shape, *, dtype=None, device=None):
     _dev(device)
-    return _da.ones(shape, dtype=dtype or float64)
+    return _made(_da.ones(shape, dtype=dtype or float64))
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
     _dev(device)
-    return _da.full(shape, fill_value, dtype=dtype)
+    return _made(_da.full(shape, fill_value, dtype=dtype))
 
 
 def empty_like(x, /, *, dtype=None, device=None):
-    return _da.empty_like(x, dtype=dtype)
+    return _made(_da.empty_like(x, dtype=dtype))
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
-    return _da.zeros_like(x, dtype=dtype)
+    return _made(_da.zeros_like(x, dtype=dtype))
 
 
 def ones_like(x, /, *, dtype=None, device=None):
-    return _da.ones_like(x, dtype=dtype)
+    return _made(_da.ones_like(x, dtype=dtype))
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
-    return _da.full_like(x, fill_value, dtype=dtype)
+    return _made(_da.full_like(x, fill_value, dtype=dtype))
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     _dev(device)
-    return _da.eye(n_rows, M=n_cols, k=k, dtype=dtype or float64)
+    return _made(_da.eye(n_rows, M=n_cols, k=k, dtype=dtype or float64))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     _dev(device)
-    return _da.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    return _made(_da.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    return _asarray(_np.from_dlpack(x))
+    return _made(_asarray(_np.from_dlpack(x)))
 
 
 def meshgrid(*arrays, indexing="xy"):
@@ -410,7 +416,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
 def nonzero(x, /):
     if _asarray(x).ndim == 0:
         raise ValueError("nonzero of a 0-d array")
-    return _da.nonzero(x)
+    return tuple(_kept(x, v) for v in _da.nonzero(x))
 
 
 _UniqueAll = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
@@ -425,7 +431,7 @@ def _unique(x, index, inverse, counts):
     out = list(out) if isinstance(out, tuple) else [out]
     if inverse:
         out[1 + index] = out[1 + index].reshape(a.shape)
-    return [_da.from_array(v) for v in out]
+    return [_kept(x, _da.from_array(v)) for v in out]
 
 
 def unique_values(x, /):

@@ -2,6 +2,7 @@
 standard's signatures (positional-only array, keyword-only options)."""
 
 from . import fft as _fft
+from .namespace_array import made as _made
 
 
 def _one(name):
@@ -35,12 +36,12 @@ def _device(device):
 
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
     _device(device)
-    return _fft.fftfreq(n, d, dtype=dtype)
+    return _made(_fft.fftfreq(n, d, dtype=dtype))
 
 
 def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
     _device(device)
-    return _fft.rfftfreq(n, d, dtype=dtype)
+    return _made(_fft.rfftfreq(n, d, dtype=dtype))
 
 
 def fftshift(x, /, *, axes=None):

@@ -330,7 +330,7 @@ def rechunk(x, chunks="auto", threshold=None, block_size_limit=None, balance=Fal
     if new == x.chunks:
         return x
     r = rechunk_axes(x, dict(enumerate(new)))
-    return wrap(r.expr, r)
+    return wrap(r.expr, x, extra=r.sources)
 
 
 def take(x, axis, src, out_chunks=None):

@@ -44,8 +44,16 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 
 
 def wrap(expr, *parents, extra=None):
-    """A RelArray over ``expr`` reading the sources of ``parents``."""
-    return RelArray(expr, rel_of(*parents, extra=extra))
+    """A RelArray over ``expr`` reading the sources of ``parents``, of a parent's RelArray
+    subclass if one has one (the Array API namespace's ``Array``: its results stay ``Array``s)."""
+    return _kind(parents)(expr, rel_of(*parents, extra=extra))
+
+
+def _kind(parents) -> type:
+    for p in parents:
+        if p.__class__ is not RelArray and isinstance(p, RelArray):
+            return p.__class__
+    return RelArray
 
 
 def wrap_source(source, name=None):

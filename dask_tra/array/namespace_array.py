@@ -1,0 +1,51 @@
+"""The arrays the Array API namespace makes: RelArrays whose operators agree with its functions."""
+
+import numpy as np
+
+from .core import RelArray
+
+
+class Array(RelArray):
+    """A RelArray made by a creation function of ``dask_tra.array.namespace`` (``asarray`` of
+    non-RelArray data, ``zeros``, ``arange``, ...). The standard asks that ``x1 // x2`` equal the
+    namespace's ``floor_divide(x1, x2)``: floor(x1 / x2) where an operand is infinite, where NumPy's
+    floor_divide (and so ``//`` on a ``dask_tra.array`` RelArray) gives NaN or -1. Every other
+    operator is RelArray's. Arrays computed from an ``Array`` are ``Array``s too."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """As RelArray's; ``ndarray // Array`` (NumPy's operator calls ``np.floor_divide``) is the
+        namespace's floor_divide too."""
+        if ufunc is np.floor_divide and method == "__call__" and len(inputs) == 2 and not kwargs:
+            reflected = inputs[0] is not self
+            return _floor_divide(self, inputs[0] if reflected else inputs[1], reflected)
+        return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+    def __floordiv__(self, other):
+        """``self // other``: ``namespace.floor_divide``."""
+        return _floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        """``other // self``: ``namespace.floor_divide``."""
+        return _floor_divide(self, other, reflected=True)
+
+
+def _floor_divide(x, other, reflected=False):
+    from . import dispatch, namespace
+
+    if not dispatch._known(other) and not hasattr(other, "dask"):
+        return NotImplemented  # as RelArray's operators: the other operand's type answers
+    return namespace.floor_divide(other, x) if reflected else namespace.floor_divide(x, other)
+
+
+def made(x):
+    """``x``, a RelArray a creation function just built, as an ``Array`` (a new object over the
+    same relation: ``x`` may be one the caller holds too)."""
+    out = Array.__new__(Array)
+    out.__dict__.update(x.__dict__)
+    out._plans = {}
+    return out
+
+
+def kept(x, out):
+    """``out``, found from ``x`` by an eager pass (``nonzero``, ``unique_*``), of ``x``'s kind."""
+    return made(out) if isinstance(x, Array) else out
