@@ -348,14 +348,12 @@ _FLOORDIV = (
 
 def test_namespace_arrays_floordiv_operator_equals_the_namespace_function():
     """The standard asks ``x1 // x2`` to equal ``floor_divide(x1, x2)``: on the arrays the
-    namespace makes, and on every array computed from them, ``//``, ``//=`` and the reflected
-    operator give the preferred values; a RelArray mixed in (either side) does not change that."""
+    namespace makes, and on every array computed from them alone (with scalars and NumPy
+    arrays), ``//``, ``//=`` and the reflected operator give the preferred values."""
     a, b, preferred = _FLOORDIV
     x, y = xp.asarray(a), xp.asarray(b)
     assert isinstance(x, xp.Array) and isinstance(x, RelArray)
     _same((x // y).compute(), preferred)
-    _same((x // da.from_array(b, chunks=3)).compute(), preferred)
-    _same((da.from_array(a, chunks=4) // y).compute(), preferred)
     _same((a // y).compute(), preferred)  # NumPy on the left defers to the array (NEP 13)
     _same((x[:4] // 2.0).compute(), np.array([INF, INF, -INF, -INF]))
     reflected = (2.0 // xp.asarray([INF, -INF])).compute()  # floor(2 / inf) = 0, floor(2 / -inf) = -0
@@ -381,15 +379,34 @@ def test_namespace_arrays_floordiv_operator_equals_the_namespace_function():
     assert isinstance(xp.fft.fftfreq(4), xp.Array)
 
 
-def test_namespace_asarray_of_a_relarray_keeps_its_kind():
+def test_a_relarray_among_the_operands_keeps_numpy_floordiv():
     """A dask_tra.array RelArray passed through the namespace (as xarray and array-API code do)
-    keeps NumPy's ``//``: only arrays the namespace makes from other data are its ``Array``s."""
+    keeps NumPy's ``//``, and so does what is computed from it with namespace arrays (xarray's
+    ``fillna`` mixes a namespace-made scalar in): only what the namespace makes from other data,
+    and computes from that alone, is an ``Array``."""
+    xr = pytest.importorskip("xarray")
     a, b, _ = _FLOORDIV
-    x = da.from_array(a, chunks=3)
-    for same in (xp.asarray(x), xp.asarray(x, copy=True), xp.astype(x, xp.float64), xp.sum(x[None], axis=0)):
-        assert type(same) is RelArray
+    x, y = da.from_array(a, chunks=3), xp.asarray(b)
+    mixed = (
+        xp.asarray(x),
+        xp.asarray(x, copy=True),
+        xp.astype(x, xp.float64),
+        xp.sum(x[None], axis=0),
+        x + y,
+        y * x,
+        xp.where(x == x, x, xp.asarray(0.0)),
+        xp.concat([y, x])[10:],
+    )
+    for r in mixed:
+        assert type(r) is RelArray
     with np.errstate(all="ignore"):
-        _same((xp.asarray(x) // da.from_array(b, chunks=4)).compute(), np.floor_divide(a, b))
+        want = np.floor_divide(a, b)
+        _same((xp.asarray(x) // da.from_array(b, chunks=4)).compute(), want)
+        _same((x // y).compute(), want)
+        _same((y.__rfloordiv__(x)).compute(), want)  # the reflected form Python tries first (a subclass)
+        filled = xr.DataArray(x, dims="i").fillna(0.0)
+        assert type(filled.data) is RelArray
+        _same((filled // 2.0).values, np.floor_divide(a, 2.0))
 
 
 def test_namespace_meshgrid_and_broadcast_arrays_return_lists():

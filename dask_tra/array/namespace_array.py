@@ -10,14 +10,19 @@ class Array(RelArray):
     non-RelArray data, ``zeros``, ``arange``, ...). The standard asks that ``x1 // x2`` equal the
     namespace's ``floor_divide(x1, x2)``: floor(x1 / x2) where an operand is infinite, where NumPy's
     floor_divide (and so ``//`` on a ``dask_tra.array`` RelArray) gives NaN or -1. Every other
-    operator is RelArray's. Arrays computed from an ``Array`` are ``Array``s too."""
+    operator is RelArray's. An array computed from ``Array``s alone (and scalars or NumPy arrays)
+    is an ``Array``; one computed with a ``dask_tra.array`` RelArray among its operands is a
+    RelArray, and so is ``//`` of the two: a namespace-made scalar that xarray's ``fillna``
+    mixes into a user's array leaves it NumPy's."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """As RelArray's; ``ndarray // Array`` (NumPy's operator calls ``np.floor_divide``) is the
         namespace's floor_divide too."""
         if ufunc is np.floor_divide and method == "__call__" and len(inputs) == 2 and not kwargs:
             reflected = inputs[0] is not self
-            return _floor_divide(self, inputs[0] if reflected else inputs[1], reflected)
+            out = _floor_divide(self, inputs[0] if reflected else inputs[1], reflected)
+            if out is not NotImplemented:
+                return out
         return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
 
     def __floordiv__(self, other):
@@ -32,6 +37,8 @@ class Array(RelArray):
 def _floor_divide(x, other, reflected=False):
     from . import dispatch, namespace
 
+    if isinstance(other, RelArray) and not isinstance(other, Array):  # a RelArray's kind wins: NumPy's //
+        return RelArray.__rfloordiv__(x, other) if reflected else RelArray.__floordiv__(x, other)
     if not dispatch._known(other) and not hasattr(other, "dask"):
         return NotImplemented  # as RelArray's operators: the other operand's type answers
     return namespace.floor_divide(other, x) if reflected else namespace.floor_divide(x, other)

@@ -44,16 +44,19 @@ def rel_of(*arrays, extra: dict | None = None) -> dict:
 
 
 def wrap(expr, *parents, extra=None):
-    """A RelArray over ``expr`` reading the sources of ``parents``, of a parent's RelArray
-    subclass if one has one (the Array API namespace's ``Array``: its results stay ``Array``s)."""
+    """A RelArray over ``expr`` reading the sources of ``parents``; of their RelArray subclass
+    (the Array API namespace's ``Array``) when every array among them has it."""
     return _kind(parents)(expr, rel_of(*parents, extra=extra))
 
 
 def _kind(parents) -> type:
+    kind = RelArray
     for p in parents:
-        if p.__class__ is not RelArray and isinstance(p, RelArray):
-            return p.__class__
-    return RelArray
+        if isinstance(p, RelArray):
+            if p.__class__ is RelArray:
+                return RelArray
+            kind = p.__class__
+    return kind
 
 
 def wrap_source(source, name=None):
