@@ -374,6 +374,18 @@ def test_namespace_arrays_floordiv_operator_equals_the_namespace_function():
         assert isinstance(got, xp.Array)
         _same(got.compute(), want)
     assert isinstance(xp.sum(x).persist(), xp.Array)
+    m = xp.reshape(xp.arange(9.0), (3, 3)) + 10 * xp.eye(3)
+    functions_mixing_in_arrays_of_their_own = [
+        xp.broadcast_to(x, (2, 10)),
+        xp.broadcast_arrays(x, xp.asarray(1.0))[1],
+        xp.meshgrid(x, y)[0],
+        xp.linalg.inv(m),
+        xp.tril(m),
+        xp.nonzero(x)[0],
+        xp.unique_counts(x)[1],
+    ]
+    for r in functions_mixing_in_arrays_of_their_own:
+        assert isinstance(r, xp.Array)
     for made in (xp.zeros(3), xp.arange(3), xp.full(2, INF), xp.eye(2), xp.linspace(0, 1, 3), xp.ones_like(x)):
         assert isinstance(made, xp.Array)
     assert isinstance(xp.fft.fftfreq(4), xp.Array)
@@ -396,6 +408,9 @@ def test_a_relarray_among_the_operands_keeps_numpy_floordiv():
         y * x,
         xp.where(x == x, x, xp.asarray(0.0)),
         xp.concat([y, x])[10:],
+        xp.broadcast_arrays(y, x[:1])[1],
+        xp.meshgrid(y, x)[0],
+        xp.linalg.inv(xp.asarray(da.eye(3) + 1)),
     )
     for r in mixed:
         assert type(r) is RelArray

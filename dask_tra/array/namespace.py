@@ -221,7 +221,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def meshgrid(*arrays, indexing="xy"):
-    return list(_da.meshgrid(*arrays, indexing=indexing))  # a list in 2024.12 (a tuple from 2025.12)
+    out = _da.meshgrid(*arrays, indexing=indexing)
+    return [_kept(arrays, g) for g in out]  # a list in 2024.12 (a tuple from 2025.12)
 
 
 tril, triu = _da.tril, _da.triu
@@ -275,11 +276,11 @@ vecdot, matrix_transpose = _da.vecdot, _da.matrix_transpose
 
 
 def broadcast_arrays(*arrays):
-    return list(_da.broadcast_arrays(*arrays))  # a list in 2024.12 (a tuple from 2025.12)
+    return [_kept(arrays, b) for b in _da.broadcast_arrays(*arrays)]  # a list in 2024.12 (a tuple from 2025.12)
 
 
 def broadcast_to(x, /, shape):
-    return _da.broadcast_to(x, shape)
+    return _kept((x,), _da.broadcast_to(x, shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -416,7 +417,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
 def nonzero(x, /):
     if _asarray(x).ndim == 0:
         raise ValueError("nonzero of a 0-d array")
-    return tuple(_kept(x, v) for v in _da.nonzero(x))
+    return tuple(_kept((x,), v) for v in _da.nonzero(x))
 
 
 _UniqueAll = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
@@ -431,7 +432,7 @@ def _unique(x, index, inverse, counts):
     out = list(out) if isinstance(out, tuple) else [out]
     if inverse:
         out[1 + index] = out[1 + index].reshape(a.shape)
-    return [_kept(x, _da.from_array(v)) for v in out]
+    return [_kept((x,), _da.from_array(v)) for v in out]
 
 
 def unique_values(x, /):

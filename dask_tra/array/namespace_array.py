@@ -53,6 +53,9 @@ def made(x):
     return out
 
 
-def kept(x, out):
-    """``out``, found from ``x`` by an eager pass (``nonzero``, ``unique_*``), of ``x``'s kind."""
-    return made(out) if isinstance(x, Array) else out
+def kept(inputs, out):
+    """``out``, computed from the arrays ``inputs`` by a function that mixes in arrays of its own
+    or finds ``out`` by an eager pass (``broadcast_to``, ``inv``; ``nonzero``, ``unique_*``), of
+    their kind: an ``Array`` when every RelArray among ``inputs`` is one."""
+    arrays = [a for a in inputs if isinstance(a, RelArray)]
+    return made(out) if arrays and all(isinstance(a, Array) for a in arrays) else out

@@ -12,6 +12,7 @@ from .contractions import tensordot as _tensordot
 from .creation import asarray as _asarray
 from .linalg.batched import batched as _batched
 from .linalg.batched import batched_solve as _batched_solve
+from .namespace_array import kept as _kept
 from .structure import matrix_transpose  # noqa: F401
 
 QRResult = _namedtuple("QRResult", ["Q", "R"])
@@ -52,7 +53,7 @@ def eigvalsh(x, /):
 
 def inv(x, /):
     x = _asarray(x)
-    return _la.inv(x) if x.ndim == 2 else _batched("inv", x)
+    return _kept((x,), _la.inv(x) if x.ndim == 2 else _batched("inv", x))  # solve(x, eye): x's kind
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
