@@ -55,7 +55,7 @@ ARRAY_RANKS = (
     "utils", "contractions", "reductions", "stacking", "manipulation", "nanreductions", "blockwise",
     "linalg.qr", "blocklayout", "gufuncs", "io", "linalg.batched", "linalg.blocked", "padding",
     "quantiles", "treereduce", "indexing", "linalg.norms", "linalg", "datadependent", "fft",
-    "routines", "sorting", "namespace_linalg", "fill", "ma", "namespace_fft", "stats", "overlap",
+    "routines", "sorting", "namespace_array", "namespace_linalg", "fill", "ma", "namespace_fft", "stats", "overlap",
     "lib.stride_tricks", "lib",
     # NumPy's protocols and the Array API namespace, then the package, which binds the families
     # into ``methods``

@@ -16,7 +16,10 @@ from . import namespace_fft as fft  # noqa: F401 (the Array API extensions)
 from . import namespace_linalg as linalg  # noqa: F401
 from .creation import asarray as _asarray  # the one asarray; the standard's below wraps it
 from .methods import da as _da  # dask_tra.array: the package binds it before it imports this module
-from .namespace_array import Array  # noqa: F401 (Array: what creation returns)
+from .namespace_array import (
+    Array,  # noqa: F401 (Array: what creation returns)
+    floor_divide,  # noqa: F401 (the standard's special cases)
+)
 from .namespace_array import kept as _kept
 from .namespace_array import made as _made
 from .relations import is_array as _is_array
@@ -36,25 +39,6 @@ logaddexp logical_and logical_not logical_or logical_xor maximum minimum multipl
 not_equal positive real reciprocal remainder sign signbit sin sinh square sqrt subtract tan
 trunc""".split()
 globals().update({n: getattr(_da, n) for n in _SAME})
-
-
-def _floor_divide_chunks(a, b):
-    """floor(a / b) where an operand is infinite (the standard's special cases; NumPy returns
-    NaN or -1 there), NumPy's floor_divide elsewhere."""
-    from .kernels import dtype_of, npx
-
-    xp = npx(a, b)
-    with _np.errstate(all="ignore"):
-        out = xp.floor_divide(a, b)
-        if dtype_of(out).kind != "f":
-            return out
-        return xp.where(xp.isinf(a) | xp.isinf(b), xp.floor(a / b), out)
-
-
-def floor_divide(x1, x2, /):
-    from .elementwise import elementwise
-
-    return elementwise("floor_divide", _floor_divide_chunks, x1, x2)
 
 
 def _expm1_chunks(a):

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from . import methods
 from .core import RelArray
 
 
@@ -26,22 +27,39 @@ class Array(RelArray):
         return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
 
     def __floordiv__(self, other):
-        """``self // other``: ``namespace.floor_divide``."""
+        """``self // other``: ``floor_divide`` (the namespace's)."""
         return _floor_divide(self, other)
 
     def __rfloordiv__(self, other):
-        """``other // self``: ``namespace.floor_divide``."""
+        """``other // self``: ``floor_divide`` (the namespace's)."""
         return _floor_divide(self, other, reflected=True)
 
 
 def _floor_divide(x, other, reflected=False):
-    from . import dispatch, namespace
-
     if isinstance(other, RelArray) and not isinstance(other, Array):  # a RelArray's kind wins: NumPy's //
         return RelArray.__rfloordiv__(x, other) if reflected else RelArray.__floordiv__(x, other)
-    if not dispatch._known(other) and not hasattr(other, "dask"):
+    if not methods.dispatch._known(other) and not hasattr(other, "dask"):
         return NotImplemented  # as RelArray's operators: the other operand's type answers
-    return namespace.floor_divide(other, x) if reflected else namespace.floor_divide(x, other)
+    return floor_divide(other, x) if reflected else floor_divide(x, other)
+
+
+def _floor_divide_chunks(a, b):
+    """floor(a / b) where an operand is infinite (the standard's special cases; NumPy returns
+    NaN or -1 there), NumPy's floor_divide elsewhere."""
+    from .kernels import dtype_of, npx
+
+    xp = npx(a, b)
+    with np.errstate(all="ignore"):
+        out = xp.floor_divide(a, b)
+        if dtype_of(out).kind != "f":
+            return out
+        return xp.where(xp.isinf(a) | xp.isinf(b), xp.floor(a / b), out)
+
+
+def floor_divide(x1, x2, /):
+    from .elementwise import elementwise
+
+    return elementwise("floor_divide", _floor_divide_chunks, x1, x2)
 
 
 def made(x):
