@@ -98,11 +98,17 @@ def handle_out(out, result):
     return out
 
 
+def defers_to(y) -> bool:
+    """Whether a binary operator of a RelArray defers to the other operand ``y`` (NEP 13: its
+    type answers): neither a type RelArrays know nor a dask collection."""
+    return not dispatch._known(y) and not hasattr(y, "dask")
+
+
 def _operate(name, x, y, reflected=False):
     """``dask_tra.array.<name>(x, y)`` (``(y, x)`` when ``reflected``) for a binary operator of
-    ``x``; NotImplemented for an operand that RelArrays defer to (NEP 13: its type answers)."""
+    ``x``; NotImplemented for an operand that RelArrays defer to (``defers_to``)."""
 
-    if not dispatch._known(y) and not hasattr(y, "dask"):
+    if defers_to(y):
         return NotImplemented
     f = getattr(da, name)
     return f(y, x) if reflected else f(x, y)

@@ -38,7 +38,7 @@ class Array(RelArray):
 def _floor_divide(x, other, reflected=False):
     if isinstance(other, RelArray) and not isinstance(other, Array):  # a RelArray's kind wins: NumPy's //
         return RelArray.__rfloordiv__(x, other) if reflected else RelArray.__floordiv__(x, other)
-    if not methods.dispatch._known(other) and not hasattr(other, "dask"):
+    if methods.defers_to(other):
         return NotImplemented  # as RelArray's operators: the other operand's type answers
     return floor_divide(other, x) if reflected else floor_divide(x, other)
 
