@@ -10,7 +10,7 @@ directly (``local``). The chosen plan's IA nodes are built once, on first use of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 
 import numpy as np
@@ -434,7 +434,7 @@ def _template(roots, cost, cands, seen, order):
     entries = [
         (
             index[id(a.node)],
-            replace(a, node=None, inputs=tuple(pos[id(c)] for c in a.inputs)),
+            a.over(None, tuple(pos[id(c)] for c in a.inputs)),
             cands.get(id(a)),
             seen.get(id(a)),
         )
@@ -448,7 +448,7 @@ def _replay(template, order):
     made: list[Alt] = []
     cands: dict[int, object] = {}
     for node_index, alt, cand, _ in entries:
-        new = replace(alt, node=order[node_index], inputs=tuple(made[j] for j in alt.inputs))
+        new = alt.over(order[node_index], tuple(made[j] for j in alt.inputs))
         made.append(new)
         if cand is not None:
             cands[id(new)] = cand

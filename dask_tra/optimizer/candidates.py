@@ -105,35 +105,26 @@ def grid_bound(agg, views, pos, grid, s):
     return grid_products(join, grid, s), len(out) * partials, nbytes, partials
 
 
-def _align(join, views, f, m, s):
-    """Keep side ``f`` where it is (one site per tuple); send side ``m`` to its partners' sites
-    (the moves of ``join_alone.align_side``): (the Moves, side f's layout), or None."""
-    mover = SymbolicMover(join, views, s)
-    kept = mover.keep(f)
-    if kept is None:
-        return None
-    keys = (join.left_keys, join.right_keys)
-    mover.align(m, (kept, keys[f], keys[m]))
-    return mover.mv, kept
-
-
-def co_located(join, views, s) -> Strategy | None:
-    """The align strategy under which this join moves nothing (its inputs' partners already sit
-    together, or one side is free: made where its partners are), or None: then it is the plan,
-    with no search (``search.plan_node``). Two free inputs paired key for key (a block
-    function's ``block_info``) are co-partitioned: every join strategy of dask_tra's lays them
-    out alike (one registered elsewhere may not: then they are searched)."""
+def co_located(join, views, s) -> dict | None:
+    """{strategy: Cand} of the align strategy under which this join moves nothing (its inputs'
+    partners already sit together, or one side is free: made where its partners are), or None:
+    then it is the plan, with no search (``search.plan_node``), costed once here. Two free
+    inputs paired key for key (a block function's ``block_info``) are co-partitioned: every join
+    strategy of dask_tra's lays them out alike (one registered elsewhere may not: then they are
+    searched)."""
     left, right = join.left.type, join.right.type
     if views[0].free and views[1].free:
         whole = join.left_keys == tuple(range(left.key_arity)) == join.right_keys
         alike = whole and join.left_keys and left.frontier == right.frontier and _own_join_strategies()
-        return Copart() if alike else None
-    for f, m, side in ((0, 1, "right"), (1, 0, "left")):
-        if views[f].free or not join.left_keys:
+        return join_alone(join, views[0], views[1], s, Copart()) if alike else None
+    if not join.left_keys:
+        return None
+    for kept, side in ((0, "right"), (1, "left")):
+        if views[kept].free:
             continue
-        c = _align(join, views, f, m, s)
-        if c is not None and c[0].moved == 0:
-            return Align(side)
+        made = join_alone(join, views[0], views[1], s, Align(side))
+        if made and all(c.moved == 0 for c in made.values()):
+            return made
     return None
 
 

@@ -116,6 +116,14 @@ class Alt:
     def children(self) -> tuple:
         return self.inputs
 
+    def over(self, node, inputs: tuple) -> "Alt":
+        """This alternative for ``node`` over ``inputs`` (its other fields shared): a plan cache
+        entry's template and its replay (``dataclasses.replace`` re-runs ``__init__``, 4x slower)."""
+        new = object.__new__(Alt)
+        new.__dict__.update(self.__dict__)
+        new.node, new.inputs = node, inputs
+        return new
+
     @property
     def signature(self) -> builtins.bytes:  # builtins: the field ``bytes`` shadows the type here
         """Where every tuple is, by value: alternatives with equal signatures are interchangeable."""
@@ -290,7 +298,12 @@ def candidates(node, kind, views, s, only: Strategy | None = None, rates=None, p
             f"cost: {node.describe()}: no strategies for operator {type(node).__name__} "
             f"(operator kind {family.value if family else None}; see optimizer/operators and search.COSTS)"
         )
-    cands = cost(node, views, s, only, rates, prune)
+    return finished(node, cost(node, views, s, only, rates, prune), views)
+
+
+def finished(node, cands: dict, views) -> dict:
+    """A costing's candidates made whole: each tagged with its strategy, its layout with the
+    result's holes given no site, its registered cost terms measured."""
     for st, c in cands.items():
         if c.strategy is None:  # a registered module's costing tagged by its key
             c.strategy = st
@@ -308,20 +321,22 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
     options: list[Alt] = []
     rejected: dict[str, int] = {}
     wanted = forced(force, kind)
-    work: list[tuple[tuple, Strategy | None]] = [
-        (c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])
-    ]
+    # (input alternatives, their candidates when already costed)
+    work: list[tuple[tuple, dict | None]] = [(c, None) for c in _combos([alts[id(c)] for c in inputs_of(node, kind)])]
     if wanted is None and operator_kind(node) is OperatorKind.JOIN:
-        together: list[tuple[tuple, Strategy | None]] = [
-            (combo, st) for combo, _ in work if (st := _co_located(node, kind, views_of(combo), s, memo))
+        together: list[tuple[tuple, dict | None]] = [
+            (combo, made) for combo, _ in work if (made := _co_located(node, kind, views_of(combo), s, memo))
         ]
         work = together or work  # inputs already together: that plan moves nothing, no search
     prunes = s >= PRUNE_SITES and wanted is None and memory_limit is None and not TERMS and kind in CONTRACTION_KINDS
-    for combo, only in work:
-        pruner = Pruner(node, combo, rates, keep, options, s) if prunes and only is None else None
+    for combo, costed in work:
+        pruner = Pruner(node, combo, rates, keep, options, s) if prunes and costed is None else None
         views = views_of(combo)
-        key = costing_key(node, kind, views, only) if memo is not None and pruner is None and not TERMS else None
-        cands = memoized(memo, key, partial(candidates, node, kind, views, s, only=only, rates=rates, prune=pruner))
+        if costed is not None:
+            cands = costed
+        else:
+            key = costing_key(node, kind, views, None) if memo is not None and pruner is None and not TERMS else None
+            cands = memoized(memo, key, partial(candidates, node, kind, views, s, rates=rates, prune=pruner))
         if wanted is not None and not any(wanted.admits(st) for st in cands):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
@@ -347,18 +362,25 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
     options.sort(key=rank)
     best, seen = [], set()
     for a in options:
-        if a.signature not in seen:
-            seen.add(a.signature)
+        sig = a.signature
+        if sig not in seen:
+            seen.add(sig)
             best.append(a)
         if len(best) == keep:
             break
     return best
 
 
-def _co_located(node, kind, views, s, memo) -> Strategy | None:
-    """``candidates.co_located``, once per costing key in ``memo`` (a loop's steps join alike)."""
+def _co_located(node, kind, views, s, memo) -> dict | None:
+    """``candidates.co_located``'s candidates made whole, once per costing key in ``memo`` (a
+    loop's steps join alike)."""
     own = costing_key(node, kind, views, None) if memo is not None and not TERMS else None
-    return memoized(memo, None if own is None else ("co_located", own), partial(C.co_located, node, views, s))
+
+    def cost():
+        made = C.co_located(node, views, s)
+        return None if made is None else finished(node, made, views)
+
+    return memoized(memo, None if own is None else ("co_located", own), cost)
 
 
 def costing_key(node, kind, views, only) -> tuple:
