@@ -56,6 +56,7 @@ def key_elements(t) -> np.ndarray:
 STRUCTURAL_FACTS = (
     "elements",
     "key_elements",
+    "key_bytes",
     "key_mask",
     "present_keys",
     "key_flops",
@@ -72,7 +73,12 @@ def type_facts(t) -> dict:
 
 
 def key_bytes(t) -> np.ndarray:
-    return key_elements(t) * t.dtype.itemsize
+    """Bytes of the chunk at every key below the frontier (``key_elements``, kept with them)."""
+    out = t._cache.get("key_bytes")
+    if out is None:
+        out = t._cache["key_bytes"] = key_elements(t) * t.dtype.itemsize
+        out.setflags(write=False)
+    return out
 
 
 def key_mask(t) -> np.ndarray:

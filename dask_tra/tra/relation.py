@@ -106,10 +106,14 @@ class ChunkAxis:
 
     def dense(self, frontier: Sequence[int]) -> np.ndarray:
         """Extents broadcast to the full key grid (shape == frontier)."""
-        shape = [1] * len(frontier)
+        return np.broadcast_to(self.gridded(len(frontier)), tuple(frontier))
+
+    def gridded(self, arity: int) -> np.ndarray:
+        """Extents shaped to broadcast over a key grid of ``arity`` dims (1 along other dims)."""
+        shape = [1] * arity
         for d, n in zip(self.key_dims, self.sizes.shape):
             shape[d] = n
-        return np.broadcast_to(self.sizes.reshape(shape), tuple(frontier))
+        return self.sizes.reshape(shape)
 
     def truncate(self, frontier: Sequence[int]) -> "ChunkAxis":
         """Restrict to keys below a (smaller) frontier."""
@@ -255,7 +259,7 @@ class RelationType:
         """Elements per tuple over the key grid (dense relations)."""
         out = np.ones(self.frontier, dtype=np.int64)
         for ax in self.axes:
-            out = out * ax.dense(self.frontier)
+            out = out * ax.gridded(len(self.frontier))
         return out
 
     def array_chunks(self) -> tuple[tuple[int, ...], ...] | None:
