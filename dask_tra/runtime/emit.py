@@ -280,6 +280,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         return dk
 
     names = {}  # task name -> its node's ``Step``
+    folding = set(fused.values())  # the aggregations folding a join's products as they are made
     for step, node in enumerate(walk):  # a node's place in the plan, not its uid: equal plans, equal keys
         if node.uid in fused:
             continue  # computed inside the local aggregation that consumes it
@@ -290,16 +291,17 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         output_name = direct.get(id(node))
         if output_name is not None:
             name = output_name  # the collection's layer (``__dask_layers__``) holds its output keys
+        move, placed = isinstance(node, (Broadcast, Shuffle)), isinstance(node, Placed)
+        folds_join, folds = node.uid in folding, isinstance(node, LocalAggregate) and not isinstance(node.op, Concat)
         for key, copies in node.copies.items():
             for site, origin in copies:
-                inner = (plan_name,) + tuple(key) + (site,)  # a fold tree's inner tasks: this + (level, i)
-                if avail.known((origin, site)):
+                if (origin, site) in avail or (origin, site) in avail.later:
                     continue
-                if isinstance(node, (Broadcast, Shuffle)):  # a dependency, not a task
+                if move:  # a dependency, not a task
                     avail.later[(origin, site)] = partial(avail.__getitem__, (origin, origin[2]))
                     continue
                 dk = (name,) + tuple(key) if output_name is not None else (name,) + tuple(key) + (site,)
-                if isinstance(node, Placed):
+                if placed:
                     spec = sources[node.input.name].task(key)
                     if not isinstance(spec, Ref):  # made when first read: a block no task reads is never made
                         avail.later[(origin, site)] = partial(place, node, key, site, origin, dk, spec)
@@ -323,10 +325,12 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         else:
                             fetched.add(spec.key)
                     continue
-                if node.uid in fused.values():
-                    _join_fold_tree(g, dk, node, key, site, avail, nbytes, light, products[node.child.uid], inner)
-                elif _is_fold(node, key, site):
-                    _fold_tree(g, dk, node, key, site, avail, nbytes, light, inner)
+                # a fold tree's inner tasks are (plan_name, *key, site, level, i)
+                if folds_join:
+                    work = products[node.child.uid]
+                    _join_fold_tree(g, dk, node, key, site, avail, nbytes, light, work, (plan_name, *key, site))
+                elif folds and len(node.members[(key, site)]) > 1:
+                    _fold_tree(g, dk, node, key, site, avail, nbytes, light, (plan_name, *key, site))
                 else:
                     built = (task or TASK(node))(node, key, site, origin, avail, dk)
                     if built is None:  # a pure relabel: the origin's key already holds it here
@@ -469,9 +473,6 @@ class _Avail(dict):
     def __missing__(self, where: tuple) -> Any:
         made = self[where] = self.later.pop(where)()
         return made
-
-    def known(self, where: tuple) -> bool:
-        return where in self or where in self.later
 
 
 MAX_DEPTH = 32  # steps per fused task (a member that is not a plain call nests; nests run and pickle recursively)
@@ -835,8 +836,8 @@ def _filter_task(node, key, site, origin, avail, dk):
 @TASK.register(LocalJoin)
 def _join_task(node, key, site, origin, avail, dk):
     lk, rk = node.sources(key, site)
-    refs = [_ref(avail, _origin_at(node.left, lk, site), site), _ref(avail, _origin_at(node.right, rk, site), site)]
-    return _Call(node.op.kernel, *map(TaskRef, refs)), refs
+    left, right = avail[(_origin_at(node.left, lk, site), site)], avail[(_origin_at(node.right, rk, site), site)]
+    return _Call(node.op.kernel, TaskRef(left), TaskRef(right)), [left, right]
 
 
 @TASK.register(LocalAggregate)
@@ -892,10 +893,6 @@ def _footprint(r, g, nbytes, light, site) -> int:
     if r in g.spec and r not in g.keep and g.site[r] == site:
         own += sum(0 if x in light else nbytes.get(x, 0) for x in g.reads[r])
     return own
-
-
-def _is_fold(node, key, site) -> bool:
-    return isinstance(node, LocalAggregate) and not isinstance(node.op, Concat) and len(node.members[(key, site)]) > 1
 
 
 def _fold_levels(g, dk, kernel, parts, site, inner, width):
