@@ -20,6 +20,8 @@ import traceback
 
 import numpy as np
 
+from dask_tra.backends.cluster import workers_info
+
 SHAPES = ((37, 53), (53, 37), (64, 64), (53, 53))
 DEADLINE_S = 180
 
@@ -196,7 +198,7 @@ class Workload:
         t = threading.Thread(target=_run, args=(lambda: (X @ X.T).compute(), out, err), daemon=True)
         t.start()
         time.sleep(delay_ms / 1000)
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(workers_info(self.client))
         victim = workers[delay_ms % len(workers)]
         self.client.run(os._exit, 1, workers=[victim], on_error="ignore")
         self.stats["faults"] += 1
@@ -221,13 +223,13 @@ class Workload:
         return names[i % len(names)] if names else None
 
     def _worker_set(self):
-        return frozenset(self.client.scheduler_info(n_workers=-1)["workers"])
+        return frozenset(workers_info(self.client))
 
     def _settle(self):
         """Wait for the cluster to have its workers and nothing in flight."""
         start = time.time()
         while True:
-            n = len(self.client.scheduler_info(n_workers=-1)["workers"])
+            n = len(workers_info(self.client))
             busy = self.client.run_on_scheduler(_busy)
             if n == self.workers and not busy:
                 return

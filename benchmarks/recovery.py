@@ -20,11 +20,13 @@ import time
 
 import numpy as np
 
+from dask_tra.backends.cluster import workers_info
+
 
 def _kill(client, worker):
     client.run(os._exit, 1, workers=[worker], on_error="ignore")
     deadline = time.time() + 60
-    while worker in client.scheduler_info(n_workers=-1)["workers"]:
+    while worker in workers_info(client):
         if time.time() > deadline:
             raise TimeoutError(f"worker {worker} still listed 60 s after it was killed")
         time.sleep(0.05)

@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from dask_tra.backends.cluster import workers_info
+
 LR = 1e-3
 
 
@@ -275,7 +277,7 @@ def rebalance_irregular(client, x):
     futs = {(name, f.key[1:]): f for name, a in x.items() for f in futures_of(a)}
     ensure_installed(client)  # the policy ``_hold`` relies on (dask_tra installs it on first use)
     client.run_on_scheduler(_hold, keys=[f.key for f in futs.values()])
-    sig = (tuple(sorted(client.scheduler_info()["workers"])), tuple(sorted(futs)))
+    sig = (tuple(sorted(workers_info(client))), tuple(sorted(futs)))
     placed = _REBALANCED.get(sig)
     if placed is None:
         async def pile(dask_scheduler, keys):
@@ -332,7 +334,7 @@ def placement_summary(client, x) -> str:
     for ws in who.values():
         for w in ws:
             count[w] = count.get(w, 0) + 1
-    return " ".join(str(count.get(w, 0)) for w in sorted(client.scheduler_info()["workers"]))
+    return " ".join(str(count.get(w, 0)) for w in sorted(workers_info(client)))
 
 
 def _sparse_mm(name, title, density, pattern, note=""):

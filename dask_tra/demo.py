@@ -7,6 +7,8 @@ import time
 
 import numpy as np
 
+from .backends.cluster import workers_info
+
 SHAPES = {  # (I, K, J): the paper's general, common-large-dim and two-large-dims cases, scaled
     "general": (4000, 4000, 4000),
     "common large dim": (1000, 64000, 1000),
@@ -38,7 +40,7 @@ def run_demo(scheduler=None, workers=4, scale=1.0) -> int:
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
-    n = len(client.scheduler_info(n_workers=-1)["workers"])
+    n = len(workers_info(client))
     link = dashboard_link(client)
     if link:
         where = f" (dashboard: {link})"

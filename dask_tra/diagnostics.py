@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import time
+import warnings
+
+from .backends.cluster import workers_info
 
 _ACTIVE: list = []
+READ_TRIES = 3  # reads of a worker's transfer log before ``measure`` gives up on it (and warns)
 
 
 def register(explain, computed=False, owner=None, outputs=()):
@@ -54,6 +58,11 @@ class measure:
     work, made once and fetched by a second site that reads it) or other work running at the
     same time. ``m.plan_bytes`` is the rest: what the plans moved, the number
     ``predicted_bytes`` predicts.
+
+    ``m.complete`` is False when ``bytes_moved`` counts only part of the block's transfers: a
+    worker's log could not be read (after ``READ_TRIES`` tries), a worker left, or a worker's
+    bounded log (``distributed.admin.low-level-log-length``) no longer reaches back to the
+    block's start; a ``RuntimeWarning`` then says which.
 
     ``m.seconds``: the block's wall time. Each RelArray's ``explain()`` shows the measured bytes
     and time too when it was the only plan computed in the block.
@@ -116,7 +125,7 @@ class measure:
             from distributed import default_client
 
             self.client = default_client()
-        self.workers = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        self.workers = set(workers_info(self.client))
         # Planning never calibrates (``dask.rates``): no task but the block's own runs inside it.
         # A ``dask_tra.calibrate()`` called inside counts in ``other_bytes`` (its keys are no plan's).
         self.marks = self.client.run(_log_mark)
@@ -133,20 +142,29 @@ class measure:
         _ACTIVE.remove(self)
         # only the workers measured at the start (a worker that joined meanwhile has no mark;
         # one that left has taken its log with it: the measurement is then incomplete)
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
-        rows = self.client.run(
-            _incoming_since,
-            self.marks,
-            sorted(self.workers),
-            self.reads,
-            sorted(self.outputs),
-            workers=sorted(alive & set(self.marks)),
-            on_error="return",
-        )
-        rows = {w: r for w, r in rows.items() if isinstance(r, tuple)}
+        alive = set(workers_info(self.client))
+        rows, failed = {}, {}
+        asked = sorted(alive & set(self.marks))
+        for _ in range(READ_TRIES):  # a read that failed (a busy worker's comm) is asked again
+            got = self.client.run(
+                _incoming_since,
+                self.marks,
+                sorted(self.workers),
+                self.reads,
+                sorted(self.outputs),
+                workers=asked,
+                on_error="return",
+            )
+            rows.update((w, r) for w, r in got.items() if isinstance(r, tuple))
+            failed = {w: r for w, r in got.items() if not isinstance(r, tuple)}
+            asked = sorted(failed)
+            if not asked:
+                break
         self.bytes_moved = sum(r[0] for r in rows.values())
         self.other_bytes = sum(r[2] for r in rows.values())
         self.complete = all(r[1] for r in rows.values()) and set(rows) == set(self.marks)
+        if not self.complete:
+            warnings.warn(self._undercount(rows, failed), RuntimeWarning, stacklevel=2)
         if self.measure_memory:
             self._read_memory()
         if len(self.explains) == 1:
@@ -154,6 +172,18 @@ class measure:
             self.explains[0].measured_seconds = self.seconds
             self.explains[0].measured_gather = any(e is self.explains[0] for e in self.computed)
         return False
+
+    def _undercount(self, rows, failed) -> str:
+        """Why ``bytes_moved`` counts less than the block moved (``complete`` is False)."""
+        why = [f"worker {w} could not be read ({type(e).__name__}: {e})" for w, e in sorted(failed.items())]
+        why += [f"worker {w} left during the block" for w in sorted(set(self.marks) - set(rows) - set(failed))]
+        overrun = sorted(w for w, r in rows.items() if not r[1])
+        if overrun:
+            why.append(
+                f"the transfer log of {', '.join(overrun)} no longer reaches back to the block's start "
+                "(raise distributed.admin.low-level-log-length)"
+            )
+        return f"measure(): bytes_moved counts only part of what moved: {'; '.join(why)}"
 
     def _read_memory(self):
         from .runtime import memory

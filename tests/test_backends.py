@@ -86,11 +86,18 @@ def test_gpu_memory_limit_rules():
     assert cluster.site_memory_limit(10**9, {"cupy"}, None, setting=0.8) == 10**9  # no GPU known
 
     class FakeClient:  # four workers: two with GPU=1 resources (16 GB and 24 GB GPUs)
-        def scheduler_info(self, n_workers=-1):
-            return {"workers": {
-                "tcp://a:1": {"resources": {"GPU": 1}, "gpu": {"memory-total": 16 * 2**30}},
-                "tcp://b:1": {"resources": {"GPU": 1}, "gpu": {"memory-total": 24 * 2**30}},
-                "tcp://c:1": {"resources": {}}, "tcp://d:1": {}}}
+        asynchronous = False
+
+        class scheduler:
+            @staticmethod
+            def identity(n_workers=0):
+                return {"workers": {
+                    "tcp://a:1": {"resources": {"GPU": 1}, "gpu": {"memory-total": 16 * 2**30}},
+                    "tcp://b:1": {"resources": {"GPU": 1}, "gpu": {"memory-total": 24 * 2**30}},
+                    "tcp://c:1": {"resources": {}}, "tcp://d:1": {}} if n_workers == -1 else {}}
+
+        def sync(self, fn, **kwargs):
+            return fn(**kwargs)
 
         def run(self, fn, workers=()):
             return {w: None for w in workers}

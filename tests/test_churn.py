@@ -10,6 +10,7 @@ import pytest
 from distributed import Client, LocalCluster, futures_of, wait
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 from dask_tra.runtime.recovery import InputLostError
 
 N = 3
@@ -49,7 +50,7 @@ def run_spec_warnings(client) -> int:
 def kill(client, worker):
     client.run(os._exit, 1, workers=[worker], on_error="ignore")
     deadline = time.time() + 30
-    while worker in client.scheduler_info(n_workers=-1)["workers"]:
+    while worker in workers_info(client):
         assert time.time() < deadline
         time.sleep(0.05)
 
@@ -94,7 +95,7 @@ def test_derived_persisted_array_over_lost_scattered_input(cc):
     y = (x * 2 + 1).persist()
     wait(y)
     del x
-    kill(client, sorted(client.scheduler_info(n_workers=-1)["workers"])[0])
+    kill(client, sorted(workers_info(client))[0])
     np.testing.assert_allclose(y.sum(0).compute(), (a * 2 + 1).sum(0), rtol=1e-10)
 
 
@@ -102,7 +103,7 @@ def test_lost_input_without_lineage_is_named_at_once(cc):
     cluster, client = cc
     import dask.array as da
     a = np.random.default_rng(2).standard_normal((100, 100))
-    [f] = client.scatter([a], workers=[sorted(client.scheduler_info(n_workers=-1)["workers"])[1]])
+    [f] = client.scatter([a], workers=[sorted(workers_info(client))[1]])
     d = da.from_delayed(dask.delayed(f), (100, 100), dtype=float).rechunk(50).persist()
     wait(d)
     x = dt.from_dask(d)
@@ -122,7 +123,7 @@ def test_graph_planned_before_a_worker_left_still_runs(cc):
     d = (r @ r).to_dask()  # planned and emitted on N workers
     cluster.scale(N - 1)  # retires one worker gracefully
     deadline = time.time() + 60
-    while len(client.scheduler_info(n_workers=-1)["workers"]) > N - 1:
+    while len(workers_info(client)) > N - 1:
         assert time.time() < deadline
         time.sleep(0.05)
     np.testing.assert_allclose(client.compute(d).result(timeout=120), want @ want, rtol=1e-10)

@@ -3,6 +3,7 @@ measured bytes within 10% of the plan's prediction, the collection protocol, mem
 import gc
 import os
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from distributed import Future, futures_of, get_task_stream, progress, wait
 
 import dask
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 from dask_tra.optimizer import MemoryLimitError
 
 SHAPES = {  # the TRA paper's three shapes, scaled to this machine
@@ -248,6 +250,69 @@ def test_measure_counts_the_result_gather_only_when_computing(client):
     assert m.predicted_bytes == z.explain().predicted_bytes + z.explain().gather_bytes
 
 
+def test_worker_lists_are_asked_of_the_scheduler_not_the_clients_cached_field(client, monkeypatch):
+    """``Client.scheduler_info()`` returns a field that the client's periodic refresh (which asks
+    for no workers) may overwrite between the query and the read. On a busy machine a
+    ``measure()`` then knew no workers and counted 0 bytes moved, and planning saw one site.
+    dask_tra asks the scheduler itself (``backends.cluster.workers_info``)."""
+    from dask_tra.runtime.sites import current_sites
+    update = client._update_scheduler_info
+
+    async def raced(n_workers=0):
+        await update(n_workers=n_workers)
+        await update()  # the periodic refresh lands just after the query
+
+    monkeypatch.setattr(client, "_update_scheduler_info", raced)
+    assert client.scheduler_info(n_workers=-1)["workers"] == {}  # the race, made certain
+    assert len(workers_info(client)) == 4
+    assert current_sites().count == 4
+    a = np.random.default_rng(5).standard_normal((120, 90))
+    z = dt.from_array(a, chunks=30) @ dt.from_array(a.T, chunks=30)
+    with dt.diagnostics.measure() as m:
+        np.testing.assert_allclose(z.compute(), a @ a.T, rtol=1e-10, atol=1e-10)
+    assert m.complete and m.predicted_bytes > 0
+    assert abs(m.plan_bytes - m.predicted_bytes) <= 0.1 * m.predicted_bytes + 1024
+
+
+def test_measure_reads_a_failed_worker_log_again_and_warns_when_it_cannot(client, monkeypatch):
+    """A worker whose transfer log read fails (a busy comm) is asked again; one that fails every
+    time leaves ``complete`` False, and a RuntimeWarning names it, rather than a silent undercount."""
+    from dask_tra import diagnostics
+    z = dt.random.random((64, 64), chunks=16, seed=3) @ dt.random.random((64, 64), chunks=16, seed=4)
+    run = client.run
+    for failures, tries in ((1, 2), (diagnostics.READ_TRIES, diagnostics.READ_TRIES)):
+        asked, truth = [], {}
+
+        def flaky(fn, *args, **kwargs):
+            out = run(fn, *args, **kwargs)
+            if fn is diagnostics._incoming_since:
+                asked.append(sorted(out))
+                if not truth:  # the first read: each worker's real count; the busiest one fails
+                    truth.update((w, r[0]) for w, r in out.items())
+                    truth["victim"] = max(out, key=lambda w: out[w][0])
+                if truth["victim"] in out and len(asked) <= failures:
+                    out[truth["victim"]] = OSError("comm closed")
+            return out
+
+        monkeypatch.setattr(client, "run", flaky)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with dt.diagnostics.measure() as m:
+                z.persist().compute()
+        monkeypatch.setattr(client, "run", run)
+        victim = truth.pop("victim")
+        assert truth[victim] > 0
+        said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(asked) == tries and all(a == [victim] for a in asked[1:])  # only the failed worker again
+        if failures < tries:
+            assert m.complete and not said
+            assert m.bytes_moved == sum(truth.values())
+        else:
+            assert not m.complete
+            assert len(said) == 1 and f"worker {victim} could not be read (OSError: comm closed)" in said[0]
+            assert m.bytes_moved == sum(truth.values()) - truth[victim]
+
+
 def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
     """Each probe task computes, and half of them read a block made on another worker, as most
     of a plan's tasks do: the reads are transfers between workers. Every key has the one
@@ -255,7 +320,7 @@ def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
     from dask.utils import key_split
 
     from dask_tra.runtime import rates
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(workers_info(client))
     with dt.diagnostics.measure() as m, get_task_stream(client) as ts:
         rates._pinned_graph_seconds(client, workers, 40)
     probe = [t for t in ts.data if key_split(t["key"]) == rates.PREFIX]
@@ -270,11 +335,11 @@ def test_the_overhead_probe_runs_tasks_shaped_like_a_plans(client):
 
 def test_rates_are_measured_when_asked_and_planned_with(client):
     from dask_tra.runtime import rates
-    measured = rates.measure(client, sorted(client.scheduler_info(n_workers=-1)["workers"]))
+    measured = rates.measure(client, sorted(workers_info(client)))
     assert set(measured) == {"bandwidth", "task_overhead", "flop_rate"}
     assert all(np.isfinite(v) and v > 0 for v in measured.values())
     # every worker of this LocalCluster is on this host: each thread's share of its cores
-    threads = sum(w["nthreads"] for w in client.scheduler_info(n_workers=-1)["workers"].values())
+    threads = sum(w["nthreads"] for w in workers_info(client).values())
     assert rates.core_share(client) == pytest.approx(min(1.0, len(os.sched_getaffinity(0)) / threads))
     r = dt.calibrate(client)
     assert set(r) == {"bandwidth", "task_overhead", "flop_rate"}

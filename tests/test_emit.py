@@ -15,6 +15,7 @@ from dask.utils import key_split
 from distributed import Event, Future, futures_of, wait
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 from benchmarks.tasks import graph_tasks
 from dask_tra.runtime.emit import MAX_DEPTH, _run_steps
 
@@ -275,7 +276,7 @@ def test_amm_keeps_the_replica_a_waiting_pinned_task_reads(client):
     from dask_tra.runtime.amm import KeepPinnedReplicas
     from dask_tra.runtime.session import ensure_installed
     ensure_installed(client)
-    w0, w1, w2 = sorted(client.scheduler_info(n_workers=-1)["workers"])[:3]
+    w0, w1, w2 = sorted(workers_info(client))[:3]
     pin = {"allow_other_workers": False, "pure": False}
 
     def holders(f):

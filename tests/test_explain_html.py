@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 from dask_tra.array.planview import palette
 from dask_tra.optimizer import plan
 from dask_tra.optimizer.blocks import block_grids
@@ -227,7 +228,7 @@ def test_on_a_client_the_picture_names_workers_by_address_and_is_where_blocks_ar
     persisted = y.persist()
     wait(persisted)
     report = y.explain()
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(workers_info(client))
     assert report.worker_names() == workers
     page = report._repr_html_()
     assert all(w in page for w in workers) and "worker 0" not in page

@@ -7,6 +7,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 
 
 @pytest.fixture(scope="module")
@@ -33,4 +34,4 @@ def test_worker_killed_mid_matmul(cluster_client):
     client.run(os._exit, 1, workers=[victim], on_error="ignore")  # dies without cleanup
     got = future.result(timeout=120)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
-    assert victim not in client.scheduler_info(n_workers=-1)["workers"]
+    assert victim not in workers_info(client)

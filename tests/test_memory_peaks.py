@@ -9,6 +9,7 @@ import pytest
 from distributed import Client, LocalCluster, futures_of, wait
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 from dask_tra.runtime import memory
 
 MB = 10**6
@@ -69,7 +70,7 @@ def test_persisted_array_peak_at_least_its_bytes_per_worker(client):
     held = _held_bytes(client, x)
     assert sum(held.values()) >= 32 * MB
     rows = memory.peaks(client)
-    assert set(rows) == set(client.scheduler_info()["workers"])
+    assert set(rows) == set(workers_info(client))
     for w, n in held.items():
         assert rows[w]["peak_bytes"] >= n
         assert rows[w]["peak_managed_bytes"] >= n
@@ -218,7 +219,7 @@ def test_a_dead_workers_peaks_are_kept():
         time.sleep(memory.PUBLISH_S + 2 * memory.SAMPLE_S)
         c.run(os._exit, 1, workers=[victim], on_error="ignore")
         deadline = time.time() + 30
-        while victim in c.scheduler_info(n_workers=-1)["workers"]:
+        while victim in workers_info(c):
             assert time.time() < deadline
             time.sleep(0.05)
         rows = memory.peaks(c)

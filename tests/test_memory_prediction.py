@@ -26,6 +26,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 import dask_tra as dt
+from dask_tra.backends.cluster import workers_info
 
 MiB = 2**20
 PREDICTED_LOW, PREDICTED_HIGH, SLACK = 0.5, 1.25, 16 * MiB
@@ -71,7 +72,7 @@ def test_predicted_peak_memory_is_measured(client, name):
     predicted, measured = m.predicted_peak_memory, m.process_memory
     print(f"{name}: predicted {predicted / MiB:.1f} MiB, measured {measured / MiB:.1f} MiB above the start")
     assert predicted is not None and measured is not None
-    assert set(m.memory) == set(client.scheduler_info()["workers"])
+    assert set(m.memory) == set(workers_info(client))
     assert PREDICTED_LOW * predicted - SLACK <= measured <= PREDICTED_HIGH * predicted + SLACK, (predicted, measured)
     assert m.peak_memory <= predicted + SLACK  # held between tasks: a part of what the plan holds
     assert "process_memory=" in repr(m)

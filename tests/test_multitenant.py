@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dask_tra.array as da
+from dask_tra.backends.cluster import workers_info
 from dask_tra.runtime import amm, plugin, rates, session
 from dask_tra.runtime.amm import KeepPinnedReplicas
 from dask_tra.runtime.ownership import ANNOTATION
@@ -103,15 +104,15 @@ def _strictly_pinned_task_on_retired_worker(client, cluster) -> dict:
     """A task pinned with ``allow_other_workers=False`` to a worker that retires before it can
     run (a worker added for it, retired by scaling back): distributed leaves it waiting for
     that worker ("no-worker")."""
-    old = set(client.scheduler_info(n_workers=-1)["workers"])
+    old = set(workers_info(client))
     cluster.scale(N_WORKERS + 1)
     client.wait_for_workers(N_WORKERS + 1)
-    (target,) = set(client.scheduler_info(n_workers=-1)["workers"]) - old
+    (target,) = set(workers_info(client)) - old
     gate = f"gate-{time.monotonic_ns()}"
     blocker = client.submit(_wait_for, gate, workers=[min(old)], pure=False)
     task = client.submit(np.add, blocker, 1, workers=[target], allow_other_workers=False, pure=False)
     cluster.scale(N_WORKERS)
-    _until(lambda: target not in client.scheduler_info(n_workers=-1)["workers"])
+    _until(lambda: target not in workers_info(client))
     Event(gate, client=client).set()
     wait(blocker)
     _until(lambda: client.run_on_scheduler(_task_state, key=task.key)["state"] in ("no-worker", "memory"))
@@ -366,9 +367,9 @@ def test_threads_computing_one_array_submit_each_key_with_one_spec(tra):
 
 
 def test_the_rates_probe_survives_an_empty_worker_list(tra, monkeypatch):
-    """``scheduler_info()`` may briefly list no workers (distributed's periodic refresh); the
-    probe measures the workers it is given."""
-    workers = tuple(sorted(tra.scheduler_info(n_workers=-1)["workers"]))
+    """The client's cached ``scheduler_info()`` may list no workers (distributed's periodic
+    refresh overwrites it); the probe measures the workers it is given, asking the scheduler."""
+    workers = tuple(sorted(workers_info(tra)))
     real = tra.scheduler_info
     monkeypatch.setattr(tra, "scheduler_info", lambda *a, **k: {**real(*a, **k), "workers": {}})
     out = rates.measure(tra, workers)

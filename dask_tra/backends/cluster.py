@@ -1,6 +1,7 @@
 """GPU workers and their memory, asked of a ``distributed.Client`` (used duck-typed: this module
 imports neither Dask nor a chunk library; the functions sent to workers import what is there).
 
+- ``workers_info(client)``: the scheduler's workers, asked now (see its doc).
 - ``gpu_workers(client)``: the workers that hold a GPU: started with ``--resources GPU=n``, or
   reporting a GPU (dask-cuda's ``LocalCUDACluster``/``dask cuda worker`` report one through
   NVML; otherwise the worker is asked whether CuPy or torch sees a device).
@@ -26,14 +27,20 @@ def _worker_device_memory():
     return None
 
 
-def _workers(client) -> dict:
-    return client.scheduler_info(n_workers=-1)["workers"]
+def workers_info(client) -> dict:
+    """{address: info} of the scheduler's workers, asked now. Not ``client.scheduler_info()``: it
+    returns a field that the client's periodic refresh (which asks for no workers) may overwrite
+    between the query and the read, so a busy client sometimes sees no workers at all. An
+    asynchronous client gets its cached info, as ``scheduler_info`` gives it."""
+    if client.asynchronous:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
 def device_memory(client, info=None) -> dict:
     """{worker address: total GPU bytes or None}: NVML's report when the scheduler has it (dask-cuda
     workers), else asked of the workers (CuPy, then torch)."""
-    info = _workers(client) if info is None else info
+    info = workers_info(client) if info is None else info
     out, ask = {}, []
     for addr, w in info.items():
         total = (w.get("gpu") or {}).get("memory-total") or ((w.get("metrics") or {}).get("gpu") or {}).get(
@@ -60,7 +67,7 @@ _ASKED: dict = {}
 def gpu_workers(client, info=None) -> tuple:
     """Sorted addresses of the workers with a GPU (the ``GPU`` resource, or a device reported by
     NVML / CuPy / torch); empty when there are none."""
-    info = _workers(client) if info is None else info
+    info = workers_info(client) if info is None else info
     marked = sorted(a for a, w in info.items() if (w.get("resources") or {}).get("GPU"))
     if marked:
         return tuple(marked)
@@ -76,7 +83,7 @@ def gpu_memory_limit(client=None, setting=0.8, info=None):
         return int(setting)
     if client is None:
         return None
-    info = _workers(client) if info is None else info
+    info = workers_info(client) if info is None else info
     gpus = gpu_workers(client, info)
     mem = [m for a, m in device_memory(client, {a: info[a] for a in gpus}).items() if m]
     return int(min(mem) * float(setting)) if mem else None
@@ -101,4 +108,11 @@ def site_memory_limit(host_limit, backends_used, client=None, setting=0.8, devic
     return gpu if host_limit is None else min(int(host_limit), gpu)
 
 
-__all__ = ["gpu_workers", "device_memory", "gpu_memory_limit", "site_memory_limit", "uses_device_memory"]
+__all__ = [
+    "workers_info",
+    "gpu_workers",
+    "device_memory",
+    "gpu_memory_limit",
+    "site_memory_limit",
+    "uses_device_memory",
+]

@@ -61,6 +61,7 @@ import uuid
 import numpy as np
 
 from .. import config
+from ..backends.cluster import workers_info
 from ..optimizer import Rates
 from .ownership import Pins, mark
 from .plugin import MEASURED, valid_rates
@@ -158,7 +159,7 @@ def _host_cores():
 
 def core_share(client) -> float:
     """The smallest, over hosts, of cores ÷ worker threads on that host (at most 1)."""
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = workers_info(client)
     hosts = client.run(_host_cores)
     threads: dict[str, int] = {}
     cores: dict[str, int] = {}
@@ -169,11 +170,11 @@ def core_share(client) -> float:
 
 
 def measure(client, workers) -> dict:
-    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s ``workers`` (addresses: the
-    scheduler's worker list, read again here, may be briefly empty). Runs tasks; stores nothing."""
+    """{bandwidth, task_overhead, flop_rate} measured on ``client``'s ``workers`` (addresses).
+    Runs tasks; stores nothing."""
     if not workers:
         return {}
-    info = client.scheduler_info(n_workers=-1)["workers"]
+    info = workers_info(client)
     workers = sorted(workers)
     out = {}
     _pinned_graph_seconds(client, workers, max(20, 2 * len(workers)), 0.0)  # warm-up: imports dask_tra
@@ -233,7 +234,7 @@ def calibrate(client=None, workers=None) -> dict:
 
         client = default_client()
     if workers is None:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = workers_info(client)
     workers = tuple(sorted(workers))
     measured = measure(client, workers)
     if measured:

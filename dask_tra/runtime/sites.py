@@ -61,7 +61,7 @@ def local_scheduler() -> str:
 
 def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
     """Sites for planning now: an explicit count, else the active Client's workers (``info``:
-    their ``scheduler_info()["workers"]`` when already fetched), else the count set in config,
+    their info when already fetched, ``backends.cluster.workers_info``), else the count set in config,
     else one site: the local plan (nothing moves between a local scheduler's threads).
 
     For GPU chunks (``backends`` holds "cupy", or a CUDA ``device`` is configured) the sites are
@@ -76,7 +76,7 @@ def current_sites(sites=None, backends=("numpy",), info=None) -> Sites:
     client = active_client()
     if client is not None and client.status == "running":
         if info is None:
-            info = client.scheduler_info(n_workers=-1)["workers"]
+            info = gpu.workers_info(client)
         if info and gpu.uses_device_memory(backends, device):
             info = {a: info[a] for a in gpu.gpu_workers(client, info)} or info
         if info:
