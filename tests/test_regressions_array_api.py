@@ -391,6 +391,14 @@ def test_namespace_arrays_floordiv_operator_equals_the_namespace_function():
     assert isinstance(xp.fft.fftfreq(4), xp.Array)
 
 
+def test_the_repr_names_the_arrays_class():
+    """A namespace-made array says it is the namespace's Array (its ``//`` differs from a
+    RelArray's); a mixed result is a RelArray and says so."""
+    assert repr(xp.zeros((2, 3))).startswith("dask_tra.array.namespace.Array<zeros-")
+    assert repr(da.zeros((2, 3))).startswith("dask_tra.RelArray<zeros-")
+    assert repr(xp.ones(2) + da.ones(2)).startswith("dask_tra.RelArray<add-")
+
+
 def test_a_relarray_among_the_operands_keeps_numpy_floordiv():
     """A dask_tra.array RelArray passed through the namespace (as xarray and array-API code do)
     keeps NumPy's ``//``, and so does what is computed from it with namespace arrays (xarray's

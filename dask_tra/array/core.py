@@ -179,11 +179,13 @@ class RelArray(ArrayMethods, DaskCollection):
         src.device = device  # where the persisted chunks are (RelArray.device)
         return cls(src.input, {src.input.name: src}, name=name)
 
+    _repr_name = "dask_tra.RelArray"  # where users find the class (a subclass names its own)
+
     def __repr__(self):
         ops = sum(1 for n in self.expr.walk() if n.children)
         meta = type(self._meta)
         return (
-            f"dask_tra.RelArray<{self.name}, shape={self.shape}, dtype={self.dtype}, "
+            f"{self._repr_name}<{self.name}, shape={self.shape}, dtype={self.dtype}, "
             f"chunksize={tuple(max(c) if c else 0 for c in self.chunks)}, "
             f"chunktype={meta.__module__.split('.')[0]}.{meta.__name__}, tra_ops={ops}>"
         )

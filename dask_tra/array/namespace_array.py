@@ -16,6 +16,8 @@ class Array(RelArray):
     RelArray, and so is ``//`` of the two: a namespace-made scalar that xarray's ``fillna``
     mixes into a user's array leaves it NumPy's."""
 
+    _repr_name = "dask_tra.array.namespace.Array"
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """As RelArray's; ``ndarray // Array`` (NumPy's operator calls ``np.floor_divide``) is the
         namespace's floor_divide too."""
