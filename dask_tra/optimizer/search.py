@@ -118,7 +118,8 @@ class Alt:
 
     def over(self, node, inputs: tuple) -> "Alt":
         """This alternative for ``node`` over ``inputs`` (its other fields shared): a plan cache
-        entry's template and its replay (``dataclasses.replace`` re-runs ``__init__``, 4x slower)."""
+        entry's template and its replay, made once per operator (``dataclasses.replace`` would
+        run ``__init__`` over every field again)."""
         new = object.__new__(Alt)
         new.__dict__.update(self.__dict__)
         new.node, new.inputs = node, inputs
