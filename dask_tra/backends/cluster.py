@@ -1,5 +1,6 @@
-"""GPU workers and their memory, asked of a ``distributed.Client`` (used duck-typed: this module
-imports neither Dask nor a chunk library; the functions sent to workers import what is there).
+"""A cluster's workers, its GPU workers and their memory, asked of a ``distributed.Client`` (used
+duck-typed: this module imports neither Dask nor a chunk library; the functions sent to workers
+import what is there).
 
 - ``workers_info(client)``: the scheduler's workers, asked now (see its doc).
 - ``gpu_workers(client)``: the workers that hold a GPU: started with ``--resources GPU=n``, or
