@@ -17,7 +17,7 @@ import pytest
 from distributed import Client, LocalCluster, wait
 
 import dask_tra.array as da
-from dask_tra.runtime import memory, spill
+from dask_tra.runtime import compat, memory, spill
 
 LIMIT = 500 * 10**6  # bytes, per worker
 BLOCK = 1000 * 1000 * 8  # one float64 block
@@ -66,19 +66,42 @@ def test_other_tasks_and_unlimited_workers_are_left_alone(client):
     assert set(client.run(ends_of_foreign_tasks).values()) == {0}
 
 
+def _task_ends_at(client, headroom: float):
+    """200 task ends with the worker's spill threshold set ``headroom`` times its process memory
+    (the limit restored afterwards, so an earlier test's leftover memory cannot decide it):
+    (process memory reads, seconds taken, results evicted)."""
+
+    def ends(dask_worker):
+        import time as t
+
+        manager, plugin = dask_worker.memory_manager, dask_worker.plugins[spill.NAME]
+        limit = manager.memory_limit
+        process = compat.worker_process_memory(dask_worker)
+        manager.memory_limit = int(headroom * process / manager.memory_spill_fraction)
+        try:
+            plugin._read = None
+            before, start = plugin.reads, t.monotonic()
+            evicted = [plugin.spill() for _ in range(200)]
+            return plugin.reads - before, t.monotonic() - start, sum(evicted)
+        finally:
+            manager.memory_limit = limit
+
+    (result,) = client.run(ends).values()
+    return result
+
+
 def test_task_ends_well_under_the_threshold_read_the_process_memory_rarely(client):
     """Reading the process memory (``psutil``) is done on the worker's event loop: below the
     threshold, task ends within ``REREAD_S`` of the last read estimate it from the results'
     managed bytes instead of reading it again."""
-    def ends(dask_worker):
-        import time as t
-
-        plugin = dask_worker.plugins[spill.NAME]
-        plugin._read = None
-        before, start = plugin.reads, t.monotonic()
-        evicted = [plugin.spill() for _ in range(200)]
-        return plugin.reads - before, t.monotonic() - start, sum(evicted)
-
-    ((reads, elapsed, evicted),) = client.run(ends).values()
+    reads, elapsed, evicted = _task_ends_at(client, headroom=4.0)
     assert evicted == 0  # nothing is held: the process is under the threshold
     assert 1 <= reads <= 2 + int(elapsed / spill.REREAD_S)
+
+
+def test_task_ends_near_the_threshold_read_the_process_memory_every_time(client):
+    """Within ``MARGIN`` of the spill threshold the estimate is not trusted: every task end reads
+    the process memory (and, still under the threshold, evicts nothing)."""
+    reads, _, evicted = _task_ends_at(client, headroom=1.05)
+    assert evicted == 0
+    assert reads == 200
