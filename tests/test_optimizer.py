@@ -356,6 +356,19 @@ def test_a_join_of_co_located_inputs_is_planned_without_a_search(monkeypatch):
     np.testing.assert_allclose(assemble(both.type, project(free.root, res)), 2 * x)
 
 
+def _reports(cases, s, placed, **kw) -> list:
+    """(cost, explain text) of each case's plan from scratch, its inputs free and then ``placed``."""
+    from dask_tra.optimizer import cache, plan_many
+
+    out = []
+    for z in cases:
+        for placements in (None, placed):
+            cache.clear()
+            p = plan_many(z.roots, s, placements=placements, **kw)
+            out.append((p.cost, str(p.explain)))
+    return out
+
+
 @pytest.mark.parametrize("s", [2, 4, 8])
 @pytest.mark.parametrize("force", [None, "bmm", "cmm", "rmm"])
 def test_final_costs_reuse_the_search_costing_only_where_exact(monkeypatch, s, force):
@@ -364,7 +377,6 @@ def test_final_costs_reuse_the_search_costing_only_where_exact(monkeypatch, s, f
     import dask_tra as dt
     import dask_tra.array as da
     import dask_tra.optimizer as O
-    from dask_tra.optimizer import cache, plan_many
     from dask_tra.tra.dag import walk_many
 
     rng = np.random.default_rng(4)
@@ -380,15 +392,9 @@ def test_final_costs_reuse_the_search_costing_only_where_exact(monkeypatch, s, f
     placed = {n.name: {k: (int(rng.integers(s)),) for k in n.type.iter_keys()}
               for z in cases for n in walk_many(z.roots) if isinstance(n, Input)}
 
-    def report(z, placements):
-        cache.clear()
-        p = plan_many(z.roots, s, placements=placements, force=force)
-        return p.cost, str(p.explain)
-
-    runs = [(z, pl) for z in cases for pl in (None, placed)]
-    reused = [report(z, pl) for z, pl in runs]
+    reused = _reports(cases, s, placed, force=force)
     monkeypatch.setattr(O, "_as_costed", lambda inputs, present: False)
-    assert reused == [report(z, pl) for z, pl in runs]
+    assert reused == _reports(cases, s, placed, force=force)
 
 
 def _gd_loop(steps):
@@ -424,19 +430,56 @@ def test_a_repeated_operator_is_costed_once_per_input_layouts(monkeypatch, s):
     placed = {n.name: {k: (int(rng.integers(s)),) for k in n.type.iter_keys()}
               for z in cases for n in walk_many(z.roots) if isinstance(n, Input)}
 
-    def report(z, placements):
-        cache.clear()
-        p = plan_many(z.roots, s, placements=placements)
-        return p.cost, str(p.explain)
-
-    runs = [(z, pl) for z in cases for pl in (None, placed)]
-    shared = [report(z, pl) for z, pl in runs]
+    shared = _reports(cases, s, placed)
     costed.clear()
-    report(_gd_loop(20), placed)
+    cache.clear()
+    plan_many(_gd_loop(20).roots, s, placements=placed)
     assert 0 < costed.count("matmul") <= 8, costed  # 40 products: two shapes, a few input layouts each
     monkeypatch.setattr(S, "costing_key", lambda *a: None)
     monkeypatch.setattr(O, "costing_key", lambda *a: None)  # the final costing's too
-    assert shared == [report(z, pl) for z, pl in runs]
+    assert shared == _reports(cases, s, placed)
     costed.clear()
-    report(_gd_loop(20), placed)
+    cache.clear()
+    plan_many(_gd_loop(20).roots, s, placements=placed)
     assert costed.count("matmul") >= 40  # each product, once per combination of its inputs' kept layouts
+
+
+@pytest.mark.parametrize("s", [1, 3, 4])
+def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
+    """An operator with one plan (one input alternative each, one candidate) is not ranked: its
+    sub-plan totals are summed when first read (``search.pending``), to the same values, so the
+    plans, costs and reports equal summing them at once; a 3000-operator chain of them sums its
+    totals without recursion."""
+    import dask_tra as dt
+    import dask_tra.array as da
+    from dask_tra.tra.dag import walk_many
+
+    S = importlib.import_module("dask_tra.optimizer.search")
+    summed = []
+    totals = S.totals
+    monkeypatch.setattr(S, "totals", lambda node, *a: summed.append(node) or totals(node, *a))
+    rng = np.random.default_rng(5)
+    a = dt.from_array(rng.standard_normal((120, 90)), chunks=(30, 45))
+    b = dt.from_array(rng.standard_normal((90, 70)), chunks=(45, 35))
+    groups = da.concatenate([(a[i : i + 30] * 2 + 1).sum(0, keepdims=True) for i in range(0, 120, 30)], axis=0)
+    cases = [groups, ((a - a.mean(0)) / a.std(0)).sum(1), (a @ b + 1).T @ a, _gd_loop(5)]
+    placed = {n.name: {k: (int(rng.integers(s)),) for k in n.type.iter_keys()}
+              for z in cases for n in walk_many(z.roots) if isinstance(n, Input)}
+
+    lazily = _reports(cases, s, placed, rewrite=False)
+    chain = (a * 2 + 1) * a - 3  # maps and joins of co-located operands: no choice anywhere
+    summed.clear()
+    best, _ = S.search(chain.roots, s)
+    assert summed == []
+    (root,) = best.values()
+    assert root.bytes == 0  # read: every total below it summed, once
+    assert len(summed) == len([n for n in walk_many(chain.roots) if not isinstance(n, Input)])
+    monkeypatch.setattr(S, "pending", S.combine)  # every total summed as the alternative is made
+    assert lazily == _reports(cases, s, placed, rewrite=False)
+
+    x = dt.from_array(rng.standard_normal((8, 6)), chunks=(4, 3))
+    for _ in range(3000):
+        x = x + 1.0
+    best, _ = S.search(x.roots, s)
+    (root,) = best.values()
+    assert root.bytes == 0 and root.tasks == totals(root.node, root.cand, root.inputs, S.Rates())["tasks"]

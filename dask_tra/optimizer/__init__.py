@@ -378,7 +378,7 @@ def _recost(template, order, s, placements, rates, memory_limit):
         if c is None:
             return None
         new = combine(node, alt.strategy, c, kids, rates)
-        new.table = alt.table
+        new.table = alt.__dict__.get("table") or {alt.strategy: (new.bytes, new.seconds)}  # a pending one has none
         made.append(new)
         totals.add(new, c, seen)
     roots = tuple(made[j] for j in root_pos)

@@ -131,6 +131,58 @@ class Alt:
         return layout_signature(self.layout)
 
 
+TOTALS = ("bytes", "tasks", "flops", "peak", "seconds", "table", "site_moved", "site_sent", "terms")
+
+
+class _Settled:
+    """A sub-plan total of an alternative made ``pending``: summed (with every pending one below
+    it, iteratively) when first read, then kept in the instance, which reads it from there on.
+    (It replaces the dataclass default on the class; ``Alt(...)`` still sets every total.)"""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, alt, owner=None):
+        if alt is None:
+            return self
+        settle(alt)
+        return alt.__dict__[self.name]
+
+
+for _name in TOTALS:
+    setattr(Alt, _name, _Settled(_name))
+
+
+def pending(node, name, cand, combo, rates) -> Alt:
+    """``combine``'s alternative with its totals summed only when first read: an operator with
+    one plan (one input alternative each, one candidate) has no choice to rank, and a later
+    choice, ``explain`` or a cost term may never read them."""
+    new = object.__new__(Alt)
+    new.__dict__.update(
+        node=node, strategy=name, inputs=tuple(combo), cand=cand, layout=cand.layout, free=False, placement=None
+    )
+    new.__dict__["_rates"] = rates
+    return new
+
+
+def settle(alt) -> None:
+    """Sum the totals of ``alt`` and of every pending alternative below it, inputs first."""
+    todo = [alt]
+    while todo:
+        a = todo[-1]
+        if "seconds" in a.__dict__:
+            todo.pop()
+            continue
+        waiting = [c for c in a.inputs if "seconds" not in c.__dict__]
+        if waiting:
+            todo.extend(waiting)
+            continue
+        todo.pop()
+        made = totals(a.node, a.cand, a.inputs, a.__dict__.pop("_rates"))
+        made["table"] = {a.strategy: (made["bytes"], made["seconds"])}
+        a.__dict__.update(made)
+
+
 def layout_signature(layout) -> builtins.bytes:
     return np.packbits(layout).tobytes() + bytes(str(layout.shape), "ascii")
 
@@ -341,6 +393,9 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
         if wanted is not None and not any(wanted.admits(st) for st in cands):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
+        if len(work) == 1 and len(cands) == 1 and wanted is None and memory_limit is None:
+            ((st, c),) = cands.items()  # one plan: nothing to rank, its totals summed when read
+            return [pending(node, st.name, c, combo, rates)]
         kept = pruner.made if pruner is not None else {}
         made = {st: kept.get(st) or combine(node, st.name, c, combo, rates) for st, c in cands.items()}
         table = {st.name: (a.bytes, a.seconds) for st, a in made.items()}
@@ -430,6 +485,11 @@ def combine(node, name, cand, combo, rates) -> Alt:
     """The alternative computing ``node`` by ``cand`` over the input alternatives ``combo``, with
     the totals of its sub-plan (one pass over the inputs: the search and every re-cost of a
     cached plan call this per operator)."""
+    return Alt(node, name, tuple(combo), cand, cand.layout, **totals(node, cand, combo, rates))
+
+
+def totals(node, cand, combo, rates) -> dict:
+    """The sub-plan totals of ``cand`` over ``combo`` (``Alt``'s fields of those names)."""
     flops = np.array(cand.flops, np.float64)
     peak = working_set(node, cand, combo, rates, len(flops))
     site_moved, site_sent = flows(cand, len(flops))
@@ -444,12 +504,7 @@ def combine(node, name, cand, combo, rates) -> Alt:
         if a.site_sent is not None:
             site_sent = site_sent + a.site_sent
     terms = combine_terms(cand.terms, (a.terms for a in combo))
-    return Alt(
-        node,
-        name,
-        tuple(combo),
-        cand,
-        cand.layout,
+    return dict(
         bytes=nbytes,
         tasks=tasks,
         flops=flops,
