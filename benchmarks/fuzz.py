@@ -303,7 +303,7 @@ def soak(minutes: float, workers=4, seed=0, out=print) -> dict:
 
     from distributed import Client, LocalCluster
     rng = random.Random(seed)
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit="2GiB") as cluster, Client(cluster) as client:
         w = Workload(cluster, client, workers=workers)
         for k in KINDS:

@@ -81,7 +81,7 @@ def start_gpu_cluster(n_workers, memory_limit="16GiB"):
     ``GPU`` resource for each), and a client; dask_tra's GPU limit shares the device among them."""
     from distributed import Client, LocalCluster
     os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            resources={"GPU": 1}, memory_limit=memory_limit)
     client = Client(cluster)
     import dask_tra

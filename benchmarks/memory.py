@@ -178,7 +178,7 @@ def child(spec: dict) -> dict:
         threads_per_worker=spec["threads"],
         processes=True,
         memory_limit=spec["limit"],
-        dashboard_address=None,
+        dashboard_address=":0",
         local_directory=spec.get("local_directory"),
     )
     client = Client(cluster)

@@ -40,7 +40,7 @@ def run_one(library: str, depth: int, n: int, chunk: int, workers: int) -> dict:
     import dask_tra as dt
 
     a = np.random.default_rng(0).standard_normal((n, n))
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         lib = da if library == "dask.array" else dt
         x = lib.from_array(a, chunks=chunk)

@@ -215,7 +215,7 @@ def run(args):
     out = dict(matmul=matmul_rows(args.blocks, dask_max=args.dask_max, emit_max=args.emit_max))
     out["sites"] = sites_rows(sites=args.sites)
     out["build"] = build_rows()
-    with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=None) as cl, \
+    with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit="4GiB", dashboard_address=":0") as cl, \
             Client(cl) as client:
         import dask_tra
         # the cluster's rates, measured once before any timed row (planning never measures; this

@@ -82,7 +82,7 @@ def main(argv=None):
     workloads = [w for w in SUITES[args.suite] if args.only is None or w.name in args.only.split(",")]
     rows = []
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
         import dask_tra
         dask_tra.calibrate(client)  # plans costed with this cluster's rates (planning never measures them)
         for w in workloads:

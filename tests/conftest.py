@@ -79,7 +79,7 @@ def pytest_collection_modifyitems(config, items):
 def client():
     """One LocalCluster per test module: 4 single-thread worker processes."""
     from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit="3GiB") as cluster, Client(cluster) as c:
         yield c
 
@@ -88,6 +88,6 @@ def client():
 def small_client():
     """One small LocalCluster per test module: 2 single-thread worker processes."""
     from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit="2GiB") as cluster, Client(cluster) as c:
         yield c

@@ -18,7 +18,7 @@ N = 3
 
 @pytest.fixture(scope="module")
 def cluster_client():
-    cluster = LocalCluster(n_workers=N, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=N, threads_per_worker=1, processes=True, dashboard_address=":0",
                            memory_limit="2GiB")
     client = Client(cluster)
     yield cluster, client
@@ -180,7 +180,7 @@ def test_results_right_while_workers_spill(tmp_path):
     with dask.config.set({"distributed.worker.memory.target": 0.05, "distributed.worker.memory.spill": False,
                           "distributed.worker.memory.pause": False,
                           "distributed.worker.memory.terminate": False}), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                          memory_limit="400MB", local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
         x = dt.random.uniform(-1, 1, (3000, 2000), chunks=500, seed=8).persist()  # 48 MB, target 20 MB/worker
         wait(x)

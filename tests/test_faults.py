@@ -12,7 +12,7 @@ from dask_tra.backends.cluster import workers_info
 
 @pytest.fixture(scope="module")
 def cluster_client():
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         yield cluster, client
         assert not [m for _, m in client.get_scheduler_logs(n=100_000) if "Detected different `run_spec`" in m]

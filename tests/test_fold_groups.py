@@ -20,7 +20,7 @@ FOLD = 1_000_000  # bytes of operands one fold task may read, here (32 MiB by de
 @pytest.fixture(scope="module")
 def client():
     with (
-        LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
+        LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster,
         Client(cluster) as c,
     ):
         yield c

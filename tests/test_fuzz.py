@@ -21,7 +21,7 @@ _steps = {"steps": 0, "examples": 0}
 
 def _cluster():
     if "cluster" not in _shared:
-        cluster = LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=":0",
                                memory_limit="2GiB")
         _shared.update(cluster=cluster, client=Client(cluster))
     return _shared["cluster"], _shared["client"]

@@ -203,7 +203,7 @@ def test_gpu_workers_limit_is_their_device_memory(fake):
     from distributed import Client, LocalCluster
     host = dt.from_array(A, chunks=100) @ dt.from_array(B, chunks=100)
     dev = dt.from_array(DeviceArray(A), chunks=100) @ dt.from_array(DeviceArray(B), chunks=100)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
                       resources={"GPU": 1}, memory_limit="2GiB") as lc, Client(lc):
         p_host, w_host = host.planned()
         p, where = dev.planned()  # gpu_memory_limit: 0.8 of the device by default

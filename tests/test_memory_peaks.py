@@ -29,7 +29,7 @@ def client():
     with (
         dask.config.set(PROCESS_THRESHOLDS_OFF),
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None, memory_limit="400MB"
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0", memory_limit="400MB"
         ) as cluster,
         Client(cluster) as c,
     ):
@@ -52,7 +52,7 @@ def _held_bytes(client, x) -> dict:
 
 def test_not_installed_by_building_or_computing_a_graph():
     with (
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
         Client(cluster) as c,
     ):
         x = dt.random.uniform(0, 1, (400, 400), chunks=200, seed=1)
@@ -148,7 +148,7 @@ def test_spilled_bytes_counted(tmp_path):
             n_workers=1,
             threads_per_worker=1,
             processes=False,
-            dashboard_address=None,
+            dashboard_address=":0",
             memory_limit="200MB",
             local_directory=str(tmp_path),
         ) as cluster,
@@ -207,7 +207,7 @@ def test_a_dead_workers_peaks_are_kept():
 
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="400MB"
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", memory_limit="400MB"
         ) as cluster,
         Client(cluster) as c,
     ):

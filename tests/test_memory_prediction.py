@@ -37,7 +37,7 @@ N, C = 4000, 1000
 def client():
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None, memory_limit="400MB"
+            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0", memory_limit="400MB"
         ) as cluster,
         Client(cluster) as c,
     ):

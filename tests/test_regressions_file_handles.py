@@ -116,7 +116,7 @@ SCENARIO = WRITER + textwrap.dedent('''
     if scheduler == "threads":
         check()
     else:
-        with LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as c, Client(c):
+        with LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as c, Client(c):
             check()
     print("OK")
 ''')
@@ -139,7 +139,7 @@ def test_reread_after_rewrite_locking_off(kind, scheduler, where, tmp_path):
 def unlocked_cluster():
     """One single-thread worker process with HDF5 locking off: it keeps files open between
     reads, so reuse checks the file's identity."""
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit="2GiB", env={"HDF5_USE_FILE_LOCKING": "FALSE"}) as cluster:
         yield cluster
 
@@ -173,7 +173,7 @@ def test_worker_process_rereads_rewritten_file(kind, where, unlocked_cluster, tm
 
 @pytest.fixture(scope="module")
 def inprocess_cluster():
-    with LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster:
+    with LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as cluster:
         yield cluster
 
 

@@ -33,7 +33,7 @@ def client():
                 threads_per_worker=THREADS,
                 processes=True,
                 memory_limit=LIMIT,
-                dashboard_address=None,
+                dashboard_address=":0",
             ) as cluster,
             Client(cluster) as c,
         ):
