@@ -452,6 +452,7 @@ def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
     totals without recursion."""
     import dask_tra as dt
     import dask_tra.array as da
+    from dask_tra.optimizer import plan_many
     from dask_tra.tra.dag import walk_many
 
     S = importlib.import_module("dask_tra.optimizer.search")
@@ -467,6 +468,7 @@ def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
               for z in cases for n in walk_many(z.roots) if isinstance(n, Input)}
 
     lazily = _reports(cases, s, placed, rewrite=False)
+    limited = _reports(cases, s, placed, rewrite=False, memory_limit=2**30)  # workers' limits: all fit
     chain = (a * 2 + 1) * a - 3  # maps and joins of co-located operands: no choice anywhere
     summed.clear()
     best, _ = S.search(chain.roots, s)
@@ -474,8 +476,18 @@ def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
     (root,) = best.values()
     assert root.bytes == 0  # read: every total below it summed, once
     assert len(summed) == len([n for n in walk_many(chain.roots) if not isinstance(n, Input)])
+    tight = (a * 2 + 1).sum()  # the maps' working set is their blocks: over a 4 kB limit
+
+    def refused():
+        with pytest.raises(MemoryLimitError) as e:
+            plan_many(tight.roots, s, memory_limit=4096, rewrite=False)
+        return str(e.value)
+
+    said = refused()
     monkeypatch.setattr(S, "pending", S.combine)  # every total summed as the alternative is made
     assert lazily == _reports(cases, s, placed, rewrite=False)
+    assert limited == _reports(cases, s, placed, rewrite=False, memory_limit=2**30)
+    assert said == refused()
 
     x = dt.from_array(rng.standard_normal((8, 6)), chunks=(4, 3))
     for _ in range(3000):

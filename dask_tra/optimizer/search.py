@@ -393,7 +393,7 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
         if wanted is not None and not any(wanted.admits(st) for st in cands):
             names = sorted(st.name for st in cands)
             raise TRAError(f"{node.describe()}: strategy {wanted.name!r} is not applicable; candidates are {names}")
-        if len(work) == 1 and len(cands) == 1 and wanted is None and memory_limit is None:
+        if len(work) == 1 and len(cands) == 1 and wanted is None and fits(node, cands, combo, rates, memory_limit):
             ((st, c),) = cands.items()  # one plan: nothing to rank, its totals summed when read
             return [pending(node, st.name, c, combo, rates)]
         kept = pruner.made if pruner is not None else {}
@@ -425,6 +425,16 @@ def plan_node(node, alts, s, memory_limit, force, keep, rates, memo=None):
         if len(best) == keep:
             break
     return best
+
+
+def fits(node, cands, combo, rates, memory_limit) -> bool:
+    """Whether the one candidate in ``cands`` fits ``memory_limit`` per site: its own working set
+    does (every input alternative kept fits already, and a sub-plan's peak is the largest of
+    its operators')."""
+    if memory_limit is None:
+        return True
+    (c,) = cands.values()
+    return int(working_set(node, c, combo, rates, len(c.flops)).max()) <= memory_limit
 
 
 def _co_located(node, kind, views, s, memo) -> dict | None:
