@@ -434,6 +434,8 @@ def fits(node, cands, combo, rates, memory_limit) -> bool:
     if memory_limit is None:
         return True
     (c,) = cands.values()
+    if int(np.max(c.peak, initial=0)) <= memory_limit:  # the working set is at most the resident peak
+        return True
     return int(working_set(node, c, combo, rates, len(c.flops)).max()) <= memory_limit
 
 
