@@ -120,7 +120,7 @@ class Alt:
         """This alternative for ``node`` over ``inputs`` (its other fields shared): a plan cache
         entry's template and its replay, made once per operator (``dataclasses.replace`` would
         run ``__init__`` over every field again)."""
-        new = object.__new__(Alt)
+        new = object.__new__(type(self))  # a Pending stays one: its totals are summed over ``inputs``
         new.__dict__.update(self.__dict__)
         new.node, new.inputs = node, inputs
         return new
@@ -131,13 +131,9 @@ class Alt:
         return layout_signature(self.layout)
 
 
-TOTALS = ("bytes", "tasks", "flops", "peak", "seconds", "table", "site_moved", "site_sent", "terms")
-
-
 class _Settled:
-    """A sub-plan total of an alternative made ``pending``: summed (with every pending one below
-    it, iteratively) when first read, then kept in the instance, which reads it from there on.
-    (It replaces the dataclass default on the class; ``Alt(...)`` still sets every total.)"""
+    """A sub-plan total of a ``Pending`` alternative: summed (with every pending one below it,
+    iteratively) when first read, then kept in the instance, which reads it from there on."""
 
     def __init__(self, name: str):
         self.name = name
@@ -149,15 +145,26 @@ class _Settled:
         return alt.__dict__[self.name]
 
 
-for _name in TOTALS:
-    setattr(Alt, _name, _Settled(_name))
+class Pending(Alt):
+    """An alternative made without its sub-plan totals (``pending``); each is summed when first
+    read. (Made by ``pending`` alone; ``Alt.over`` copies one as one.)"""
+
+    bytes = _Settled("bytes")
+    tasks = _Settled("tasks")
+    flops = _Settled("flops")
+    peak = _Settled("peak")
+    seconds = _Settled("seconds")
+    table = _Settled("table")
+    site_moved = _Settled("site_moved")
+    site_sent = _Settled("site_sent")
+    terms = _Settled("terms")
 
 
 def pending(node, name, cand, combo, rates) -> Alt:
     """``combine``'s alternative with its totals summed only when first read: an operator with
     one plan (one input alternative each, one candidate) has no choice to rank, and a later
     choice, ``explain`` or a cost term may never read them."""
-    new = object.__new__(Alt)
+    new = object.__new__(Pending)
     new.__dict__.update(
         node=node, strategy=name, inputs=tuple(combo), cand=cand, layout=cand.layout, free=False, placement=None
     )
