@@ -253,6 +253,28 @@ def _on_cluster(src, client, want, deadline_s=30):
         time.sleep(0.05)
 
 
+def test_a_persist_loop_releases_each_generation_without_the_cyclic_collector(cc):
+    """``x = (x * 2 + 1).persist()`` in a loop: each generation's blocks are released as soon as
+    nothing refers to it (reference counting), not when Python's cyclic collector next runs
+    (a collection's ``__dask_keys__`` once made a self-referencing closure, a cycle holding the
+    collection and the futures of its persisted inputs)."""
+    import gc
+    import weakref
+
+    _, client = cc
+    gc.disable()
+    try:
+        x = dt.from_array(np.arange(2400.0).reshape(60, 40), chunks=20)
+        generations = []
+        for _ in range(4):
+            x = (x * 2 + 1).persist()
+            generations.append(weakref.ref(next(iter(x.sources.values()))))
+        wait(x)
+        assert [g() is not None for g in generations] == [False, False, False, True]
+    finally:
+        gc.enable()
+
+
 def test_recovery_starts_from_the_nearest_ancestor_on_the_cluster(cc):
     """Recomputing a persisted generation starts from the nearest persisted ancestor whose
     blocks someone still holds on the cluster, not from the root of the chain; once that

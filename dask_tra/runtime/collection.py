@@ -272,15 +272,7 @@ class DaskCollection(DaskMethodsMixin):
 
     def __dask_keys__(self):
         numblocks = tuple(len(c) for c in self.chunks)
-        if not numblocks:
-            return [(self.name,)]
-
-        def nest(prefix):
-            if len(prefix) == len(numblocks):
-                return (self.name,) + prefix
-            return [nest(prefix + (i,)) for i in range(numblocks[len(prefix)])]
-
-        return nest(())
+        return [(self.name,)] if not numblocks else nested_keys(self.name, numblocks)
 
     def __dask_layers__(self):
         return (self.name,)
@@ -409,6 +401,15 @@ def _report_reads(reads):
 def held_inputs(sources) -> dict:
     """{input name: {dask key: block key}} for the inputs whose blocks may be on the cluster."""
     return {name: keys for name, src in sources.items() if (keys := src.held_keys()) is not None}
+
+
+def nested_keys(name: str, numblocks: tuple, prefix: tuple = ()) -> list:
+    """dask's nested lists of block keys ``(name, i, j, ...)``. A module function: a closure
+    calling itself is a reference cycle, which would keep the collection (and the futures of
+    its persisted inputs) alive until the cyclic collector runs."""
+    if len(prefix) + 1 == len(numblocks):
+        return [(name, *prefix, i) for i in range(numblocks[-1])]
+    return [nested_keys(name, numblocks, (*prefix, i)) for i in range(numblocks[len(prefix)])]
 
 
 def _live_outputs(client, keys) -> dict | None:
