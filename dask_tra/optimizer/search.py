@@ -13,6 +13,9 @@ per-task overhead, the busiest site's flops over the compute rate, and any regis
 ``cost.CostTerm``. Ties go to fewer bytes, then lower peak memory, then the strategy
 preference order.
 
+An operator with one plan (one kept alternative of each input, one candidate, fitting the
+memory limit) is not ranked: its alternative is ``Pending``, its totals summed when first read.
+
 Several roots are planned as one DAG: ``search`` takes a tuple of roots, shared nodes are
 planned once, and with ``one_layout`` every node is computed in one layout (consumers that
 would like another one pay a move instead of a recomputation).
@@ -165,10 +168,8 @@ def pending(node, name, cand, combo, rates) -> Alt:
     one plan (one input alternative each, one candidate) has no choice to rank, and a later
     choice, ``explain`` or a cost term may never read them."""
     new = object.__new__(Pending)
-    new.__dict__.update(
-        node=node, strategy=name, inputs=tuple(combo), cand=cand, layout=cand.layout, free=False, placement=None
-    )
-    new.__dict__["_rates"] = rates
+    new.__dict__.update(node=node, strategy=name, inputs=tuple(combo), cand=cand, layout=cand.layout)
+    new.__dict__.update(free=False, placement=None, _rates=rates)  # ``_rates``: what ``settle`` sums with
     return new
 
 

@@ -272,7 +272,7 @@ class DaskCollection(DaskMethodsMixin):
 
     def __dask_keys__(self):
         numblocks = tuple(len(c) for c in self.chunks)
-        return [(self.name,)] if not numblocks else nested_keys(self.name, numblocks)
+        return nested_keys(self.name, numblocks)
 
     def __dask_layers__(self):
         return (self.name,)
@@ -407,6 +407,8 @@ def nested_keys(name: str, numblocks: tuple, prefix: tuple = ()) -> list:
     """dask's nested lists of block keys ``(name, i, j, ...)``. A module function: a closure
     calling itself is a reference cycle, which would keep the collection (and the futures of
     its persisted inputs) alive until the cyclic collector runs."""
+    if not numblocks:
+        return [(name,)]
     if len(prefix) + 1 == len(numblocks):
         return [(name, *prefix, i) for i in range(numblocks[-1])]
     return [nested_keys(name, numblocks, (*prefix, i)) for i in range(numblocks[len(prefix)])]
