@@ -298,6 +298,35 @@ def test_block_set_conjunctions_have_one_form_whatever_their_order(parts, rnd):
         assert moved(key) == a(key[::-1])
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 2), min_size=2, max_size=3),
+    st.frozensets(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=20),
+    st.permutations([0, 1, 2]),
+    st.sets(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=30),
+)
+def test_a_tuple_set_is_read_through_a_dim_map_and_kept_in_closed_form(dims, allowed, perm, sparse):
+    """``dims_in`` over several dims (a gather's placed pieces) read through a dim map stays a
+    tuple set (no wrapper called per key), tests what the wrapped predicate would, and a
+    Filter keeps exactly the keys it passes, on dense and sparse relations."""
+    import itertools
+
+    from dask_tra.tra import Input
+    from dask_tra.tra.relation import ChunkAxis, RelationType
+
+    allowed = frozenset(a[: len(dims)] for a in allowed)
+    pred = KeyPred(Bound(dims_in, tuple(dims), allowed), "pieces", frozenset(dims))
+    moved = KeyPred.reindexed(pred, {d: perm[d] for d in range(3)}, 3)
+    assert moved.tuple_set() == (tuple(perm[d] for d in dims), allowed)
+    for key in itertools.product(range(4), repeat=3):
+        assert moved(key) == pred(tuple(key[perm[d]] for d in range(3)))
+    assert pred.read_dims({d: perm[d] for d in range(3) if d != dims[0]}.get) is None  # a dim read from nowhere
+    for keys in (None, frozenset(sparse) or None):
+        t = RelationType((4, 4, 4), (ChunkAxis.const(2),), np.dtype("f8"), keys=keys)
+        kept = Filter(Input("x", t), moved).type.iter_keys()
+        assert sorted(kept) == sorted(k for k in t.iter_keys() if pred(tuple(k[perm[d]] for d in range(3))))
+
+
 def test_transposes_and_identity_rekeys_cancel():
     x = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)
     (after,) = simplify([x.T.T.expr])

@@ -453,6 +453,14 @@ def _kept(t: RelationType, predicate: KeyPred) -> list:
         if pred.dims is None:
             kept = [k for k in kept if pred(k)]
             continue
+        found = pred.tuple_set()
+        if found is not None:  # ``dims_in``: the keys' values read in closed form, no call per key
+            dims, allowed = found
+            if len(dims) == 1:
+                kept = [k for k in kept if k[dims[0]] in allowed]
+            else:
+                kept = [k for k in kept if tuple([k[d] for d in dims]) in allowed]
+            continue
         read = tuple(sorted(pred.dims))
         said: dict = {}
         out = []

@@ -100,10 +100,15 @@ class KeyPred:
 
     def block_set(self) -> tuple | None:
         """(dim, blocks) when this predicate is ``key[dim] in blocks``, else None."""
+        found = self.tuple_set()
+        return (found[0][0], found[1]) if found is not None and len(found[0]) == 1 else None
+
+    def tuple_set(self) -> tuple | None:
+        """(dims, allowed) when this predicate is ``dims_in(dims, allowed)`` over a frozenset (one
+        dim: ``key[dim] in allowed``; several: ``tuple(key[d] for d in dims) in allowed``)."""
         fn = self.fn
-        if isinstance(fn, Bound) and fn.fn is dims_in and len(fn.params[0]) == 1:
-            if isinstance(fn.params[1], frozenset):
-                return fn.params[0][0], fn.params[1]
+        if isinstance(fn, Bound) and fn.fn is dims_in and isinstance(fn.params[1], frozenset):
+            return tuple(fn.params[0]), fn.params[1]
         return None
 
     @classmethod
@@ -139,8 +144,14 @@ class KeyPred:
 
     def read_dims(self, source: Callable[[int], int | None]) -> "KeyPred | None":
         """This predicate read where dim d of the key it tests is dim ``source(d)`` of another
-        key, in closed form, when it is a conjunction of block sets and every dim has a source;
-        else None."""
+        key, in closed form, when it is a conjunction of block sets, or one ``tuple_set``, and
+        every dim it reads has a source; else None."""
+        found = self.tuple_set()
+        if found is not None and len(found[0]) > 1:
+            read = tuple(source(d) for d in found[0])
+            if any(s is None for s in read):
+                return None
+            return KeyPred(Bound(dims_in, read, found[1]), self.name, frozenset(read))
         parts = []
         for p in self.conjuncts():
             one = p.block_set()
