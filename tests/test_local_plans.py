@@ -250,11 +250,39 @@ def test_an_input_block_no_task_reads_is_never_made(monkeypatch):
     real = emit._input_task
     monkeypatch.setattr(emit, "_input_task", lambda dk, spec: made.append(dk) or real(dk, spec))
     a = np.arange(400.0 * 400).reshape(400, 400)
-    x = dt.from_array(a, chunks=20)  # no Client: its blocks are made by tasks
+    x = dt.from_array(_OnDemand(a), chunks=20)  # read on demand: its blocks are made by tasks
     y = (x + x.T)[:10, :10]
     np.testing.assert_array_equal(y.compute(scheduler="sync"), (a + a.T)[:10, :10])
-    blocks = [dk for dk in made if dk[0].startswith("array")]  # (and the slice's one piece table)
+    blocks = [dk for dk in made if dk[0].startswith("from")]  # (and the slice's one piece table)
     assert len(blocks) == 1  # the one block both reads share
+
+
+class _OnDemand:
+    """An array-like read block by block (as an HDF5 dataset is), not an in-memory array."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype = a, a.shape, a.dtype
+
+    def __getitem__(self, box):
+        return self.a[box]
+
+
+def test_an_in_memory_block_is_an_argument_of_its_readers_on_one_site():
+    """On one site nothing moves: a block already in memory (a view of the user's array) is
+    passed to the tasks reading it, not made by a task of its own; the values and an output
+    that is such a block itself are unchanged."""
+    from dask.task_spec import DataNode
+
+    a = np.random.default_rng(3).standard_normal((9, 7))
+    x = dt.from_array(a, chunks=((4, 5), (3, 4)))
+    y = (x * 2 + x.T[:7, :7].sum()).sum(axis=0)
+    graph = dict(y.__dask_graph__())
+    assert not [k for k, v in graph.items() if isinstance(v, DataNode)]  # no block is a task
+    assert len(graph) == 3  # a task per output block and the shared sum, the blocks inside
+    np.testing.assert_allclose(y.compute(scheduler="sync"), (a * 2 + a.T[:7, :7].sum()).sum(axis=0))
+    same = dict(x.__dask_graph__())
+    assert all(isinstance(v, DataNode) for v in same.values()) and len(same) == 4  # the outputs themselves
+    np.testing.assert_array_equal(x.compute(scheduler="sync"), a)
 
 
 def test_the_cycle_collector_pauses_while_planning_only(arrays, monkeypatch):

@@ -6,6 +6,8 @@ aggregation of several chunks). Nothing else is a task:
 - a move (Broadcast, Shuffle) is a dependency: the consumer pinned at the destination reads
   the origin's key, and dask moves it there once per worker (the bytes the plan predicts);
 - a persisted input (futures, scattered blocks) or a lazy dask.array block is read by its key;
+- on one site with no pins (the local schedulers' plan), a block already in memory (a view of
+  the user's array, a gather's pieces) is an argument of the tasks reading it (``_Value``);
 - pure re-labelling (ReKey, insertDim, filters, one-member aggregation) reads the origin's key;
 - a task whose chunk is read once, by a task on the same site, is fused into that task (a
   chain of local maps and joins becomes one task, as dask fuses blockwise chains; a block
@@ -255,6 +257,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
     nbytes = ChunkBytes()  # dask key -> bytes of its chunk
     light = set()  # dask keys of constant inputs' chunks (views of one value)
     walk = walk_many(roots)
+    local = workers is None and all(r.s == 1 for r in roots)  # one site, no pins: nothing moves
     # the plan counts a moved block's bytes per origin: a block it moves keeps its own key, so
     # dask moves it exactly as often as predicted
     moved = {o for n in walk if isinstance(n, (Broadcast, Shuffle)) for cs in n.copies.values() for _, o in cs}
@@ -295,19 +298,23 @@ def emit(roots, sources: dict, workers, token: str, output_names):
         folds_join, folds = node.uid in folding, isinstance(node, LocalAggregate) and not isinstance(node.op, Concat)
         for key, copies in node.copies.items():
             for site, origin in copies:
-                if (origin, site) in avail or (origin, site) in avail.later:
+                where = (origin, site)
+                if where in avail or where in avail.later:
                     continue
                 if move:  # a dependency, not a task
-                    avail.later[(origin, site)] = partial(avail.__getitem__, (origin, origin[2]))
+                    avail.later[where] = partial(avail.__getitem__, (origin, origin[2]))
                     continue
                 dk = (name,) + tuple(key) if output_name is not None else (name,) + tuple(key) + (site,)
                 if placed:
                     spec = sources[node.input.name].task(key)
+                    if local and type(spec) is Data:  # an argument of the tasks reading it (``_Value``)
+                        avail[where] = _Value(spec.value)
+                        continue
                     if not isinstance(spec, Ref):  # made when first read: a block no task reads is never made
-                        avail.later[(origin, site)] = partial(place, node, key, site, origin, dk, spec)
+                        avail.later[where] = partial(place, node, key, site, origin, dk, spec)
                         continue
                     # read by its key (pinned, in plan order, where the plan places it first)
-                    avail[(origin, site)] = spec.key
+                    avail[where] = spec.key
                     reads.add(spec.key)
                     home.setdefault(spec.key, set()).add(site)
                     nbytes.at[spec.key] = (node.type, key)
@@ -319,7 +326,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         remade = _remade_here(Alias(dk, spec.key), external)
                         if not isinstance(remade, Alias):  # its own task again, on this site
                             g.add(dk, remade, [], site)
-                            avail[(origin, site)] = dk
+                            avail[where] = dk
                             # its bytes: a move from this site (a 3-D split's broadcast) sends it on
                             nbytes.at[dk] = (node.type, key)
                         else:
@@ -337,7 +344,7 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                         continue
                     spec, refs = built
                     g.add(dk, spec, refs, site, products.get(node.uid, False))
-                avail[(origin, site)] = dk
+                avail[where] = dk
                 nbytes.at[dk] = (node.type, key)
     out_keys: list[dict] = []
     for root, output_name in zip(roots, output_names):
@@ -346,8 +353,10 @@ def emit(roots, sources: dict, workers, token: str, output_names):
             site, origin = copies[0]
             ok = (output_name,) + tuple(key)
             out_keys[-1][key] = ok
-            if avail[(origin, site)] != ok:  # made earlier, sits on several sites, or is another output
-                src = avail[(origin, site)]
+            src = avail[(origin, site)]
+            if type(src) is _Value:  # an in-memory block, output as it is
+                g.add(ok, DataNode(ok, src.value), [], site)
+            elif src != ok:  # made earlier, sits on several sites, or is another output
                 g.add(ok, Alias(ok, src), [src], site)
             g.exposed.add(ok)
     read_live = g.cull()
@@ -500,17 +509,18 @@ class _Tasks:
     def cull(self) -> set:
         """Drop the tasks no output needs (a slice's plan places whole inputs; dask would cull
         them, after ordering them); returns every key the remaining tasks read."""
+        spec, reads = self.spec, self.reads
         live, stack = set(), list(self.exposed)
         while stack:
             dk = stack.pop()
             if dk not in live:
                 live.add(dk)
-                stack.extend(r for r in self.reads.get(dk, ()) if r in self.spec)
-        for dk in [dk for dk in self.spec if dk not in live]:
-            del self.spec[dk], self.reads[dk], self.site[dk]
+                stack += reads.get(dk, ())  # keys that are no task (inputs read by key) are live too
+        for dk in [dk for dk in spec if dk not in live]:
+            del spec[dk], reads[dk], self.site[dk]
             self.work.discard(dk)
             self.keep.discard(dk)
-        return {r for refs in self.reads.values() for r in refs}
+        return set().union(*reads.values())
 
     def _delays(self, o, site, late) -> bool:
         return o in self.spec and (self.site[o] != site or late[o])
@@ -815,6 +825,27 @@ def _ref(avail, origin, site):
     return avail[(origin, site)]
 
 
+class _Value:
+    """A chunk a local plan passes to the tasks reading it as an argument: an in-memory block (a
+    view of the user's array, a gather's pieces) is no task of its own on one site, where
+    nothing moves (``_arg``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _arg(k):
+    """A task's argument reading ``k`` (a dask key, or a ``_Value``)."""
+    return k.value if type(k) is _Value else TaskRef(k)
+
+
+def _keys(refs) -> list:
+    """The dask keys among ``refs`` (what a task reading them depends on)."""
+    return [k for k in refs if type(k) is not _Value]
+
+
 def _input_task(dk, spec):
     if isinstance(spec, Data):
         return DataNode(dk, spec.value)
@@ -837,7 +868,7 @@ def _filter_task(node, key, site, origin, avail, dk):
 def _join_task(node, key, site, origin, avail, dk):
     lk, rk = node.sources(key, site)
     left, right = avail[(_origin_at(node.left, lk, site), site)], avail[(_origin_at(node.right, rk, site), site)]
-    return _Call(node.op.kernel, TaskRef(left), TaskRef(right)), [left, right]
+    return _Call(node.op.kernel, _arg(left), _arg(right)), _keys((left, right))
 
 
 @TASK.register(LocalAggregate)
@@ -849,8 +880,8 @@ def _aggregate_task(node, key, site, origin, avail, dk):
     if isinstance(node.op, Concat):
         order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
         refs = [refs[i] for i in order]
-        return _Call(_concat, node.op.array_dim, *map(TaskRef, refs)), refs
-    return _Call(_fold, node.op.kernel, *map(TaskRef, refs)), refs
+        return _Call(_concat, node.op.array_dim, *map(_arg, refs)), _keys(refs)
+    return _Call(_fold, node.op.kernel, *map(_arg, refs)), _keys(refs)
 
 
 @TASK.register(LocalMap)
@@ -860,7 +891,7 @@ def _map_task(node, key, site, origin, avail, dk):
         return None
     refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
     fn, *args = node.op.chunk_task(key)
-    return _Call(fn, TaskRef(refs[0]), *args), refs
+    return _Call(fn, _arg(refs[0]), *args), _keys(refs)
 
 
 def _fusable_joins(walk) -> dict:
@@ -908,11 +939,11 @@ def _fold_levels(g, dk, kernel, parts, site, inner, width):
                 nxt.append(chunk[0])
                 continue
             k = inner + (level, i // width)
-            g.add(k, _Call(_fold, kernel, *map(TaskRef, chunk)), chunk, site)
+            g.add(k, _Call(_fold, kernel, *map(_arg, chunk)), _keys(chunk), site)
             g.keep.add(k)
             nxt.append(k)
         parts, level = nxt, level + 1
-    g.add(dk, _Call(_fold, kernel, *map(TaskRef, parts)), parts, site)
+    g.add(dk, _Call(_fold, kernel, *map(_arg, parts)), _keys(parts), site)
 
 
 def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
@@ -934,13 +965,13 @@ def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
         )
     if len(pairs) <= per:
         refs = [r for p in pairs for r in p]
-        g.add(dk, _Call(_join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        g.add(dk, _Call(_join_fold, jk, ak, *map(_arg, refs)), _keys(refs), site, work)
         return
     parts = []
     for i in range(0, len(pairs), per):
         refs = [r for p in pairs[i : i + per] for r in p]
         k = inner + (0, i // per)
-        g.add(k, _Call(_join_fold, jk, ak, *map(TaskRef, refs)), refs, site, work)
+        g.add(k, _Call(_join_fold, jk, ak, *map(_arg, refs)), _keys(refs), site, work)
         g.keep.add(k)
         parts.append(k)
     _fold_levels(g, dk, ak, parts, site, inner, mem.fold_width(_chunk_bytes(agg.type, key)))
@@ -955,7 +986,7 @@ def _fold_tree(g, dk, agg, key, site, avail, nbytes, light, inner):
     kernel = agg.op.kernel
     inline = max(_footprint(r, g, nbytes, light, site) for r in refs)
     if len(refs) * inline <= mem.FOLD_BYTES:
-        g.add(dk, _Call(_fold, kernel, *map(TaskRef, refs)), refs, site)
+        g.add(dk, _Call(_fold, kernel, *map(_arg, refs)), _keys(refs), site)
         return
     if mem.FOLD_BYTES // max(1, inline) < 2:  # two inlined members do not fit: each stays a task
         g.keep.update(r for r in refs if r in g.spec)
