@@ -181,3 +181,30 @@ def test_a_filter_keeps_the_keys_its_predicate_keeps(frontier, data):
     f = Filter(Input("X", t), pred)
     want = [k for k in itertools.product(*(range(n) for n in frontier)) if pred(k)]
     assert list(f.type.iter_keys()) == want if want else f.type.n_tuples == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(_axes_over(), st.data())
+def test_a_rekey_that_places_dims_is_typed_in_closed_form_as_by_its_table(case, data):
+    """A ReKey that keeps, drops (extent 1) and adds (extent 1) key dims (``select_dims``, what
+    ``keepdims`` and new axes make) gets in closed form the type its key table gives: the same
+    frontier, keys and chunk extents at every key."""
+    from dask_tra.tra.keyfuncs import KeyMap, select_dims
+    from dask_tra.tra.kernels import Bound
+
+    frontier, axes = case
+    t = RelationType(frontier, tuple(axes), np.dtype("f8"))
+    must = [d for d, f in enumerate(frontier) if f > 1]
+    ones = [d for d, f in enumerate(frontier) if f == 1]
+    extra = sorted(data.draw(st.sets(st.sampled_from(ones)))) if ones else []
+    placed = list(data.draw(st.permutations(must + extra)))
+    for _ in range(data.draw(st.integers(0 if placed else 1, 2))):
+        placed.insert(data.draw(st.integers(0, len(placed))), None)
+    placed = tuple(placed)
+    x = Input("x", t)
+    closed = ReKey(x, KeyMap(Bound(select_dims, placed), "placed"))
+    by_table = ReKey(x, KeyMap(lambda k: select_dims(placed, k), "opaque"))  # not recognised: its table
+    assert "sources" not in closed.__dict__  # no table was made
+    assert closed.type.same_as(by_table.type)
+    for k in by_table.type.iter_keys():
+        assert closed.type.chunk_shape(k) == by_table.type.chunk_shape(k)

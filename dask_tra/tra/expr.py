@@ -25,8 +25,8 @@ import numpy as np
 
 from .dag import TOKEN, Operands, cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
-from .kernels import Kernel
-from .keyfuncs import KeyMap, KeyPred
+from .kernels import Bound, Kernel
+from .keyfuncs import KeyMap, KeyPred, select_dims
 from .relation import ChunkAxis, RelationType, infer_axis
 
 
@@ -344,6 +344,13 @@ class ReKey(TupleMap):
             axes = tuple(ChunkAxis(tuple(at[d] for d in ax.key_dims), ax.sizes) for ax in t.axes)
             self.type = RelationType(frontier, axes, t.dtype, t.backend)
             return
+        placed = _placed(key_fn, t)
+        if placed is not None:  # dims kept or dropped (extent 1), new dims of extent 1: closed form
+            at = {d: i for i, d in enumerate(placed) if d is not None}
+            frontier = tuple(1 if d is None else t.frontier[d] for d in placed)
+            axes = tuple((ax if all(d in at for d in ax.key_dims) else ax.simplified()).relabel(at) for ax in t.axes)
+            self.type = RelationType(frontier, axes, t.dtype, t.backend)
+            return
         mapped = self.sources = self._table(t, key_fn)
         # block-sparse: frontier and extents follow the whole key grid
         grid = (_whole_grid(t, key_fn) if t.keys is not None else None) or mapped
@@ -389,6 +396,22 @@ class ReKey(TupleMap):
 
     def describe(self) -> str:
         return f"ReKey({self.key_fn})"
+
+
+def _placed(key_fn: KeyMap, t: RelationType) -> tuple | None:
+    """The input dim each output key dim copies (None: a new dim of extent 1), when ``key_fn``
+    only places dims (``select_dims``) one to one over ``t``'s whole non-empty grid, every input
+    dim it leaves out of extent 1; else None."""
+    fn = key_fn.fn
+    placed = key_fn.select
+    if placed is None and isinstance(fn, Bound) and fn.fn is select_dims:
+        placed = tuple(fn.params[0])
+    if placed is None or t.keys is not None or not all(t.frontier):
+        return None
+    kept = [d for d in placed if d is not None]
+    if len(set(kept)) != len(kept) or not all(0 <= d < t.key_arity for d in kept):
+        return None
+    return placed if all(f == 1 for d, f in enumerate(t.frontier) if d not in kept) else None
 
 
 def _whole_grid(t: RelationType, key_fn: KeyMap) -> dict | None:
