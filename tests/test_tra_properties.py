@@ -208,3 +208,19 @@ def test_a_rekey_that_places_dims_is_typed_in_closed_form_as_by_its_table(case, 
     assert closed.type.same_as(by_table.type)
     for k in by_table.type.iter_keys():
         assert closed.type.chunk_shape(k) == by_table.type.chunk_shape(k)
+
+
+def test_a_constant_axis_is_one_shared_immutable_object_per_extent():
+    """``ChunkAxis.const`` shares one axis per extent (types built again compare by identity),
+    which is safe only because an axis cannot be changed; a bad extent is still refused."""
+    import pytest
+
+    from dask_tra.tra.errors import TRAError
+
+    a = ChunkAxis.const(7)
+    assert a is ChunkAxis.const(np.int64(7)) and a == ChunkAxis((), 7) and a is not ChunkAxis.const(8)
+    assert not a.sizes.flags.writeable and a.size_at(()) == 7
+    with pytest.raises(ValueError):
+        a.sizes[()] = 3
+    with pytest.raises(TRAError, match="negative extent"):
+        ChunkAxis.const(-1)

@@ -56,7 +56,14 @@ class ChunkAxis:
 
     @classmethod
     def const(cls, n: int) -> "ChunkAxis":
-        return cls((), np.int64(n))
+        """The axis of extent ``n`` at every key: one shared object per extent (axes are
+        immutable), so types built again compare by identity first."""
+        found = _CONSTANT.get(n)
+        if found is None:
+            found = cls((), np.int64(n))
+            if len(_CONSTANT) < 4096:
+                _CONSTANT[int(n)] = found
+        return found
 
     @classmethod
     def along(cls, key_dim: int, sizes: Iterable[int]) -> "ChunkAxis":
@@ -146,6 +153,9 @@ class ChunkAxis:
         if not self.key_dims:
             return f"ChunkAxis({int(self.sizes)})"
         return f"ChunkAxis(key_dims={self.key_dims}, sizes={self.sizes.tolist()})"
+
+
+_CONSTANT: dict[int, ChunkAxis] = {}  # extent -> its constant axis (``ChunkAxis.const``)
 
 
 def unify_axes(a: ChunkAxis, b: ChunkAxis, frontier: Sequence[int], what: str) -> ChunkAxis:
