@@ -285,6 +285,24 @@ def test_an_in_memory_block_is_an_argument_of_its_readers_on_one_site():
     np.testing.assert_array_equal(x.compute(scheduler="sync"), a)
 
 
+def test_a_sum_of_many_in_memory_blocks_still_folds_in_bounded_parallel_leaves(monkeypatch):
+    """An in-memory block is no task on one site, but a fold counts its bytes as when it was
+    one: a sum over more blocks than ``FOLD_BYTES`` holds is folded as a tree whose leaves run
+    in parallel, not by one task reading every block in turn."""
+    from dask.task_spec import DataNode
+
+    from dask_tra.optimizer import memory as mem
+
+    a = np.random.default_rng(5).standard_normal((1600, 100))
+    x = dt.from_array(a, chunks=(100, 100))  # 16 blocks of 80,000 bytes
+    monkeypatch.setattr(mem, "FOLD_BYTES", 4 * 80_000 + 1_000)  # 4 blocks (and their partial sums) a leaf
+    y = x.sum()
+    graph = dict(y.__dask_graph__())
+    assert not [k for k, v in graph.items() if isinstance(v, DataNode)]
+    assert len(graph) == 16 // 4 + 1  # 4 leaves of 4 blocks, and the root
+    np.testing.assert_allclose(y.compute(scheduler="threads"), a.sum())
+
+
 def test_the_cycle_collector_pauses_while_planning_only(arrays, monkeypatch):
     """Planning and emitting run with Python's cycle collector paused, and leave it as it was."""
     import gc

@@ -308,7 +308,10 @@ def emit(roots, sources: dict, workers, token: str, output_names):
                 if placed:
                     spec = sources[node.input.name].task(key)
                     if local and type(spec) is Data:  # an argument of the tasks reading it (``_Value``)
-                        avail[where] = _Value(spec.value)
+                        avail[where] = value = _Value(spec.value)
+                        nbytes.at[value] = (node.type, key)  # what a fold holds to read it (``_footprint``)
+                        if getattr(node.input, "constant", False):
+                            light.add(value)
                         continue
                     if not isinstance(spec, Ref):  # made when first read: a block no task reads is never made
                         avail.later[where] = partial(place, node, key, site, origin, dk, spec)
@@ -828,7 +831,9 @@ def _ref(avail, origin, site):
 class _Value:
     """A chunk a local plan passes to the tasks reading it as an argument: an in-memory block (a
     view of the user's array, a gather's pieces) is no task of its own on one site, where
-    nothing moves (``_arg``)."""
+    nothing moves (``_arg``). A task's ``reads`` list it as a key (its bytes known by
+    ``ChunkBytes``), so fold groups are bounded as when it was a task: a sum over many blocks
+    still folds them in parallel leaves of ``FOLD_BYTES``."""
 
     __slots__ = ("value",)
 
@@ -839,11 +844,6 @@ class _Value:
 def _arg(k):
     """A task's argument reading ``k`` (a dask key, or a ``_Value``)."""
     return k.value if type(k) is _Value else TaskRef(k)
-
-
-def _keys(refs) -> list:
-    """The dask keys among ``refs`` (what a task reading them depends on)."""
-    return [k for k in refs if type(k) is not _Value]
 
 
 def _input_task(dk, spec):
@@ -868,7 +868,7 @@ def _filter_task(node, key, site, origin, avail, dk):
 def _join_task(node, key, site, origin, avail, dk):
     lk, rk = node.sources(key, site)
     left, right = avail[(_origin_at(node.left, lk, site), site)], avail[(_origin_at(node.right, rk, site), site)]
-    return _Call(node.op.kernel, _arg(left), _arg(right)), _keys((left, right))
+    return _Call(node.op.kernel, _arg(left), _arg(right)), [left, right]
 
 
 @TASK.register(LocalAggregate)
@@ -880,8 +880,8 @@ def _aggregate_task(node, key, site, origin, avail, dk):
     if isinstance(node.op, Concat):
         order = sorted(range(len(members)), key=lambda i: members[i][0][node.op.key_dim])
         refs = [refs[i] for i in order]
-        return _Call(_concat, node.op.array_dim, *map(_arg, refs)), _keys(refs)
-    return _Call(_fold, node.op.kernel, *map(_arg, refs)), _keys(refs)
+        return _Call(_concat, node.op.array_dim, *map(_arg, refs)), refs
+    return _Call(_fold, node.op.kernel, *map(_arg, refs)), refs
 
 
 @TASK.register(LocalMap)
@@ -891,7 +891,7 @@ def _map_task(node, key, site, origin, avail, dk):
         return None
     refs = [_ref(avail, _origin_at(node.child, node.source(key), site), site)]
     fn, *args = node.op.chunk_task(key)
-    return _Call(fn, _arg(refs[0]), *args), _keys(refs)
+    return _Call(fn, _arg(refs[0]), *args), refs
 
 
 def _fusable_joins(walk) -> dict:
@@ -939,11 +939,11 @@ def _fold_levels(g, dk, kernel, parts, site, inner, width):
                 nxt.append(chunk[0])
                 continue
             k = inner + (level, i // width)
-            g.add(k, _Call(_fold, kernel, *map(_arg, chunk)), _keys(chunk), site)
+            g.add(k, _Call(_fold, kernel, *map(_arg, chunk)), chunk, site)
             g.keep.add(k)
             nxt.append(k)
         parts, level = nxt, level + 1
-    g.add(dk, _Call(_fold, kernel, *map(_arg, parts)), _keys(parts), site)
+    g.add(dk, _Call(_fold, kernel, *map(_arg, parts)), parts, site)
 
 
 def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
@@ -965,13 +965,13 @@ def _join_fold_tree(g, dk, agg, key, site, avail, nbytes, light, work, inner):
         )
     if len(pairs) <= per:
         refs = [r for p in pairs for r in p]
-        g.add(dk, _Call(_join_fold, jk, ak, *map(_arg, refs)), _keys(refs), site, work)
+        g.add(dk, _Call(_join_fold, jk, ak, *map(_arg, refs)), refs, site, work)
         return
     parts = []
     for i in range(0, len(pairs), per):
         refs = [r for p in pairs[i : i + per] for r in p]
         k = inner + (0, i // per)
-        g.add(k, _Call(_join_fold, jk, ak, *map(_arg, refs)), _keys(refs), site, work)
+        g.add(k, _Call(_join_fold, jk, ak, *map(_arg, refs)), refs, site, work)
         g.keep.add(k)
         parts.append(k)
     _fold_levels(g, dk, ak, parts, site, inner, mem.fold_width(_chunk_bytes(agg.type, key)))
@@ -986,7 +986,7 @@ def _fold_tree(g, dk, agg, key, site, avail, nbytes, light, inner):
     kernel = agg.op.kernel
     inline = max(_footprint(r, g, nbytes, light, site) for r in refs)
     if len(refs) * inline <= mem.FOLD_BYTES:
-        g.add(dk, _Call(_fold, kernel, *map(_arg, refs)), _keys(refs), site)
+        g.add(dk, _Call(_fold, kernel, *map(_arg, refs)), refs, site)
         return
     if mem.FOLD_BYTES // max(1, inline) < 2:  # two inlined members do not fit: each stays a task
         g.keep.update(r for r in refs if r in g.spec)
