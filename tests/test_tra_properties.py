@@ -218,7 +218,8 @@ def test_a_constant_axis_is_one_shared_immutable_object_per_extent():
     from dask_tra.tra.errors import TRAError
 
     a = ChunkAxis.const(7)
-    assert a is ChunkAxis.const(np.int64(7)) and a == ChunkAxis((), 7) and a is not ChunkAxis.const(8)
+    assert a is ChunkAxis.const(np.int64(7)) is ChunkAxis.const(np.array(7)) and a == ChunkAxis((), 7)
+    assert a is not ChunkAxis.const(8)
     assert not a.sizes.flags.writeable and a.size_at(()) == 7
     with pytest.raises(ValueError):
         a.sizes[()] = 3

@@ -58,11 +58,12 @@ class ChunkAxis:
     def const(cls, n: int) -> "ChunkAxis":
         """The axis of extent ``n`` at every key: one shared object per extent (axes are
         immutable), so types built again compare by identity first."""
+        n = int(n)  # an extent given as a NumPy scalar or 0-d array too
         found = _CONSTANT.get(n)
         if found is None:
             found = cls((), np.int64(n))
             if len(_CONSTANT) < 4096:
-                _CONSTANT[int(n)] = found
+                _CONSTANT[n] = found
         return found
 
     @classmethod
