@@ -178,10 +178,12 @@ def test_narrowed_generated_inputs_keep_values():
 )
 def test_slices_inside_blocks_cut_each_block_with_no_piece_relation(key, cuts):
     """Where each new block is one piece of its own old block, at the same positions in each,
-    the slice is a per-block ``Cut`` (no piece relation joined); values and chunks as dask's."""
+    the slice is a per-block ``Cut`` (no piece relation joined); values and chunks as dask's.
+    A block that keeps its number is not relabelled: no ReKey places it where it was."""
     import dask.array as dda
 
     from dask_tra.array.kernels import Cut, Take
+    from dask_tra.tra import ReKey
     from dask_tra.tra.dag import walk_many
 
     a = np.random.default_rng(3).normal(size=(13, 12))
@@ -192,3 +194,6 @@ def test_slices_inside_blocks_cut_each_block_with_no_piece_relation(key, cuts):
     kernels = [getattr(n, "kernel", None) for n in walk_many([y.expr])]
     assert sum(isinstance(k, Cut) for k in kernels) == cuts
     assert any(isinstance(k, Take) for k in kernels) == (cuts == 0)
+    placed = [n for n in walk_many([y.expr]) if isinstance(n, ReKey) and n.key_fn.name.startswith("placeBlocks")]
+    renumbered = [n for n in placed if any(n.key_fn(k) != k for k in n.child.type.iter_keys())]
+    assert placed == renumbered

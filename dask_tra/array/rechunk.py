@@ -190,10 +190,13 @@ def _cut_each(x, axis, pieces, in_chunks):
 
 def _placed_blocks(x, axis, place, numbered, in_chunks):
     """The old blocks in ``place`` (old -> (new block, position)) renumbered to their new
-    blocks: Filter(blocks used) if some are not, then ReKey."""
+    blocks: Filter(blocks used) if some are not, then ReKey (none when every block kept keeps
+    its number)."""
     expr, n = x.expr, x.expr.type.key_arity
     if len(place) < len(in_chunks):
         expr = Filter(expr, KeyPred.blocks_in(axis, frozenset(place), f"inBlocks{sorted(place)}"))
+    if not numbered and all(new == (old, 0) for old, new in place.items()):
+        return expr
     return ReKey(
         expr,
         KeyMap(
