@@ -30,7 +30,7 @@ class ChunkAxis:
     is the axis' extent in the chunk at ``key``. An axis of constant extent has no key dims.
     """
 
-    __slots__ = ("key_dims", "sizes", "_table")
+    __slots__ = ("key_dims", "sizes", "_table", "_const")
 
     def __init__(self, key_dims: Iterable[int], sizes: ArrayLike):
         sizes = np.asarray(sizes, dtype=np.int64)
@@ -53,6 +53,7 @@ class ChunkAxis:
             sizes.setflags(write=False)
         self.sizes = sizes
         self._table: Any = None  # ``sizes`` as nested Python lists, made when first read
+        self._const: Any = _UNREAD  # ``constant``, read once (typing asks it of every axis it meets)
 
     @classmethod
     def const(cls, n: int) -> "ChunkAxis":
@@ -86,10 +87,16 @@ class ChunkAxis:
     @property
     def constant(self) -> int | None:
         """The extent when it is the same at every key, else None."""
-        if self.sizes.size == 0:
-            return None
-        first = self.sizes.flat[0]
-        return int(first) if (self.sizes == first).all() else None
+        found = self._const
+        if found is _UNREAD:
+            sizes = self.sizes
+            if sizes.size == 0:
+                found = None
+            else:
+                first = sizes.flat[0]
+                found = int(first) if not self.key_dims or (sizes == first).all() else None
+            self._const = found
+        return found
 
     def simplified(self) -> "ChunkAxis":
         """Drop key dims along which the extent does not vary."""
@@ -102,6 +109,8 @@ class ChunkAxis:
 
     def relabel(self, mapping: Mapping[int, int]) -> "ChunkAxis":
         """Rename key dims (old -> new); two old dims mapped to one new dim take their diagonal."""
+        if not self.key_dims:  # a constant axis: itself (immutable)
+            return self
         new = [mapping[d] for d in self.key_dims]
         if len(set(new)) == len(new):
             if all(a < b for a, b in zip(new, new[1:])):  # still in order: the same extents
@@ -134,7 +143,7 @@ class ChunkAxis:
     def _checked(cls, key_dims: tuple[int, ...], sizes: np.ndarray) -> "ChunkAxis":
         """An axis from key dims and extents already checked (a view of another axis' extents)."""
         out = object.__new__(cls)
-        out.key_dims, out.sizes, out._table = key_dims, sizes, None
+        out.key_dims, out.sizes, out._table, out._const = key_dims, sizes, None, _UNREAD
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -156,6 +165,7 @@ class ChunkAxis:
         return f"ChunkAxis(key_dims={self.key_dims}, sizes={self.sizes.tolist()})"
 
 
+_UNREAD = object()  # a ``ChunkAxis`` whose ``constant`` is not read yet
 _CONSTANT: dict[int, ChunkAxis] = {}  # extent -> its constant axis (``ChunkAxis.const``)
 
 
@@ -208,17 +218,24 @@ class RelationType:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "frontier", tuple(int(f) for f in self.frontier))
-        object.__setattr__(self, "axes", tuple(self.axes))
-        object.__setattr__(self, "dtype", np.dtype(self.dtype))
-        if any(f < 0 for f in self.frontier):
-            raise TRAError(f"negative frontier {self.frontier}")
+        frontier = self.frontier
+        if type(frontier) is not tuple or not all(type(f) is int for f in frontier):
+            frontier = tuple(int(f) for f in frontier)
+            object.__setattr__(self, "frontier", frontier)
+        if type(self.axes) is not tuple:
+            object.__setattr__(self, "axes", tuple(self.axes))
+        if not isinstance(self.dtype, np.dtype):
+            object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        if frontier and min(frontier) < 0:
+            raise TRAError(f"negative frontier {frontier}")
         for ax in self.axes:
+            if not ax.key_dims:  # a constant axis: nothing to match
+                continue
             for d in ax.key_dims:
-                if d >= len(self.frontier):
+                if d >= len(frontier):
                     raise TRAError(f"chunk axis depends on key dim {d} of a {self.key_arity}-key relation")
-            if ax.sizes.shape != tuple(self.frontier[d] for d in ax.key_dims):
-                raise TRAError(f"chunk axis {ax!r} does not match frontier {self.frontier}")
+            if ax.sizes.shape != tuple([frontier[d] for d in ax.key_dims]):
+                raise TRAError(f"chunk axis {ax!r} does not match frontier {frontier}")
 
     @classmethod
     def from_chunks(cls, chunks: Sequence[Sequence[int]], dtype: Any, backend: str = "numpy") -> "RelationType":
