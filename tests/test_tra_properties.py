@@ -163,24 +163,32 @@ def test_a_node_over_inputs_of_its_own_types_is_copied_with_its_type(monkeypatch
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
 def test_a_filter_keeps_the_keys_its_predicate_keeps(frontier, data):
-    """A conjunction of one-dim predicates (a slice's) keeps exactly the keys it accepts, in the
-    grid's order, as testing every key would."""
+    """A conjunction of one-dim predicates (a slice's, or opaque ones reading one dim) keeps
+    exactly the keys it accepts, in the grid's order, as testing every key would; its frontier
+    bounds them, its chunks are the input's, and it is dense exactly when they fill the box."""
     from dask_tra.tra import Filter
     from dask_tra.tra.kernels import Bound
     from dask_tra.tra.keyfuncs import KeyPred, dims_in
 
     frontier = tuple(frontier)
-    x = np.zeros(frontier)
-    t, _ = split(x, (1,) * len(frontier))
+    chunks = [data.draw(st.lists(st.integers(1, 3), min_size=f, max_size=f)) for f in frontier]  # ragged
+    t = RelationType.from_chunks(chunks, np.dtype("f8"))
     pred = None
     for _ in range(data.draw(st.integers(1, 3))):
         d = data.draw(st.integers(0, len(frontier) - 1))
         keep = frozenset(data.draw(st.sets(st.integers(0, frontier[d] - 1))))
-        part = KeyPred(Bound(dims_in, (d,), keep), f"in{d}", frozenset({d}))
+        if data.draw(st.booleans()):
+            part = KeyPred(Bound(dims_in, (d,), keep), f"in{d}", frozenset({d}))
+        else:  # not recognised as a block set: asked once per value of its dim
+            part = KeyPred(lambda k, d=d, keep=keep: k[d] in keep, f"opaque{d}", frozenset({d}))
         pred = part if pred is None else KeyPred.conjunction(pred, part)
     f = Filter(Input("X", t), pred)
     want = [k for k in itertools.product(*(range(n) for n in frontier)) if pred(k)]
     assert list(f.type.iter_keys()) == want if want else f.type.n_tuples == 0
+    assert f.type.frontier == tuple(1 + max((k[d] for k in want), default=-1) for d in range(len(frontier)))
+    assert (f.type.keys is None) == (len(want) == math.prod(f.type.frontier))
+    for k in want:
+        assert f.type.chunk_shape(k) == t.chunk_shape(k)
 
 
 @settings(max_examples=200, deadline=None)
@@ -225,3 +233,87 @@ def test_a_constant_axis_is_one_shared_immutable_object_per_extent():
         a.sizes[()] = 3
     with pytest.raises(TRAError, match="negative extent"):
         ChunkAxis.const(-1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_axes_over())
+def test_an_axis_reads_its_constant_extent_once_and_a_constant_axis_relabels_as_itself(case):
+    """``constant`` is the extent every key shares (None if they differ or there is no key),
+    the same when asked again and on a truncated view; a constant axis relabelled is itself."""
+    frontier, axes = case
+    for ax in axes:
+        sizes = ax.sizes
+        want = int(sizes.flat[0]) if sizes.size and (sizes == sizes.flat[0]).all() else None
+        assert ax.constant == want and ax.constant == want
+        cut = ax.truncate(tuple(max(1, f - 1) for f in frontier))
+        assert cut.constant == (int(cut.sizes.flat[0]) if cut.sizes.size and (cut.sizes == cut.sizes.flat[0]).all() else None)
+    const = ChunkAxis.const(5)
+    assert const.relabel({0: 1}) is const and const.constant == 5
+
+
+@settings(max_examples=150, deadline=None)
+@given(_axes_over(), st.data())
+def test_a_rekey_that_places_dims_is_found_to_be_the_identity_without_its_table(case, data):
+    """The rewrite pass drops a ReKey that maps every key to itself; for one that only places
+    dims (``key[0,0,0]`` of ``keepdims``) it decides so in closed form, as its table would."""
+    from dask_tra.optimizer.rewrite import _is_identity
+    from dask_tra.tra.kernels import Bound
+    from dask_tra.tra.keyfuncs import select_dims
+
+    frontier, axes = case
+    t = RelationType(frontier, tuple(axes), np.dtype("f8"))
+    must = [d for d, f in enumerate(frontier) if f > 1]
+    ones = [d for d, f in enumerate(frontier) if f == 1]
+    kept = sorted(must + (sorted(data.draw(st.sets(st.sampled_from(ones)))) if ones else []))
+    placed = list(data.draw(st.sampled_from([kept, data.draw(st.permutations(kept))])))
+    for _ in range(data.draw(st.integers(0 if placed else 1, 1))):
+        placed.insert(data.draw(st.integers(0, len(placed))), None)
+    node = ReKey(Input("x", t), KeyMap(Bound(select_dims, tuple(placed)), "placed"))
+    want = node.type.key_arity == t.key_arity and all(k == v for k, v in ReKey(node.child, KeyMap(
+        lambda k: select_dims(tuple(placed), k), "opaque")).sources.items())
+    assert _is_identity(node) == want
+    assert "sources" not in node.__dict__
+
+
+@settings(max_examples=200, deadline=None)
+@given(_axes_over(), st.data())
+def test_a_renumbering_is_typed_in_closed_form_as_by_its_table(case, data):
+    """A renumbering ReKey (a slice's ``keep_blocks``, or any table over one dim) over a dense
+    relation, or one with holes along its dim, gets the type its key table gives; a table
+    that is not a numbering of the blocks present leaves the table to decide (and to refuse)."""
+    import pytest
+
+    from dask_tra.tra import Filter
+    from dask_tra.tra.errors import TRAError
+    from dask_tra.tra.keyfuncs import KeyPred
+
+    frontier, axes = case
+    if not frontier:
+        return
+    t = RelationType(frontier, tuple(axes), np.dtype("f8"))
+    axis = data.draw(st.integers(0, len(frontier) - 1))
+    x = Input("x", t)
+    if data.draw(st.booleans()):
+        keep = data.draw(st.sets(st.integers(0, frontier[axis] - 1), min_size=1))
+        x = Filter(x, KeyPred.blocks_in(axis, frozenset(keep), "keep"))
+    present = sorted({k[axis] for k in x.type.iter_keys()})
+    news = data.draw(st.permutations(range(len(present))))
+    table = dict(zip(present, news))
+    if data.draw(st.booleans()):  # maybe not a numbering: a gap, a clash, a block left out
+        table = data.draw(st.dictionaries(st.integers(0, 3), st.integers(0, 3)))
+    opaque = KeyMap(lambda k: k[:axis] + (table[k[axis]],) + k[axis + 1 :], "opaque")
+    try:
+        by_table = ReKey(x, opaque)
+    except (TRAError, LookupError):
+        with pytest.raises((TRAError, LookupError)):
+            ReKey(x, KeyMap.renumbering(axis, table, len(frontier)))
+        return
+    closed = ReKey(x, KeyMap.renumbering(axis, table, len(frontier)))
+    numbering = all(v in table for v in present) and sorted(table[v] for v in present) == list(range(len(present)))
+    holes_numbered = x.type.keys is not None and all(i in table for i in range(x.type.frontier[axis]))
+    if numbering and not holes_numbered:  # (a whole grid's numbering keeps the holes: the table's)
+        assert "sources" not in closed.__dict__  # typed in closed form: no table made
+    assert closed.type.same_as(by_table.type)
+    for k in by_table.type.iter_keys():
+        assert closed.type.chunk_shape(k) == by_table.type.chunk_shape(k)
+    assert closed.sources == by_table.sources

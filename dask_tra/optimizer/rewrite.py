@@ -26,7 +26,7 @@ import numpy as np
 from ..tra import expr as tra
 from ..tra.dag import TOKEN, walk_many
 from ..tra.errors import TRAError
-from ..tra.expr import Expr, keep_blocks, with_children
+from ..tra.expr import Expr, keep_blocks, placed_dims, with_children
 from ..tra.kernels import Bound, Composed, Kernel
 from ..tra.keyfuncs import KeyMap, KeyPred
 
@@ -180,8 +180,14 @@ def _is_identity(node: tra.ReKey) -> bool:
     """Whether the ReKey maps every key to itself: in closed form where its map declares what it
     does (a transpose's table is not built to be found not to be one)."""
     fn, arity = node.key_fn, node.child.type.key_arity
+    if node.type.key_arity != arity:
+        return False
     if fn.select is not None:
         return fn.select == tuple(range(arity))
+    placed = placed_dims(fn, node.child.type)
+    if placed is not None:  # dims kept, dropped or added in closed form (``keepdims``' ``key[0,0,0]``)
+        f = node.child.type.frontier  # a dim of extent 1 is 0 in every key, wherever it comes from
+        return all(d == i or f[i] == 1 and (d is None or f[d] == 1) for i, d in enumerate(placed))
     if fn.renumbers is not None and isinstance(fn.fn, Bound) and node.child.type.keys is None:
         table = fn.fn.params[1]
         return all(table.get(i) == i for i in range(node.child.type.frontier[fn.renumbers]))

@@ -26,7 +26,7 @@ import numpy as np
 from .dag import TOKEN, Operands, cached, render, walk
 from .errors import ChunkShapeError, IntegrityError, TRAError, fmt_key
 from .kernels import Bound, Kernel
-from .keyfuncs import KeyMap, KeyPred, select_dims
+from .keyfuncs import KeyMap, KeyPred, replace_dim, select_dims
 from .relation import ChunkAxis, RelationType, infer_axis
 
 
@@ -344,7 +344,11 @@ class ReKey(TupleMap):
             axes = tuple(ChunkAxis(tuple(at[d] for d in ax.key_dims), ax.sizes) for ax in t.axes)
             self.type = RelationType(frontier, axes, t.dtype, t.backend)
             return
-        placed = _placed(key_fn, t)
+        renumbered = _renumbered(t, key_fn)
+        if renumbered is not None:  # a slice's blocks numbered 0, 1, ...: closed form
+            self.type = renumbered
+            return
+        placed = placed_dims(key_fn, t)
         if placed is not None:  # dims kept or dropped (extent 1), new dims of extent 1: closed form
             at = {d: i for i, d in enumerate(placed) if d is not None}
             frontier = tuple(1 if d is None else t.frontier[d] for d in placed)
@@ -398,7 +402,43 @@ class ReKey(TupleMap):
         return f"ReKey({self.key_fn})"
 
 
-def _placed(key_fn: KeyMap, t: RelationType) -> tuple | None:
+def _renumbered(t: RelationType, key_fn: KeyMap) -> RelationType | None:
+    """The type of a renumbering (``KeyMap.renumbering``) that numbers the blocks present along
+    its dim 0, 1, ... in order of their new numbers, over a relation dense but maybe for holes
+    along that dim (``keep_blocks``' Filter): dense, its chunk extents taken at the old numbers.
+    None otherwise (the key table then decides, and reports a bad map)."""
+    axis, fn = key_fn.renumbers, key_fn.fn
+    if axis is None or not isinstance(fn, Bound) or fn.fn is not replace_dim or type(fn.params[1]) is not dict:
+        return None
+    table = fn.params[1]
+    if t.keys is None:
+        present: Iterable[int] = range(t.frontier[axis])
+    else:
+        present = {k[axis] for k in t.keys}
+        if len(t.keys) != len(present) * math.prod(f for d, f in enumerate(t.frontier) if d != axis):
+            return None  # holes along other dims too
+        if all(i in table for i in range(t.frontier[axis])):
+            return None  # it numbers the holes too: the whole grid's numbering decides (``_whole_grid``)
+    old_of = {}
+    for v in present:
+        new = table.get(v)
+        if new is None or new in old_of:
+            return None
+        old_of[new] = v
+    m = len(old_of)
+    if not m or any(j not in old_of for j in range(m)):
+        return None
+    order = [old_of[j] for j in range(m)]
+    axes = tuple(
+        ax
+        if axis not in ax.key_dims
+        else ChunkAxis(ax.key_dims, np.take(ax.sizes, order, axis=ax.key_dims.index(axis)))
+        for ax in t.axes
+    )
+    return RelationType(t.frontier[:axis] + (m,) + t.frontier[axis + 1 :], axes, t.dtype, t.backend)
+
+
+def placed_dims(key_fn: KeyMap, t: RelationType) -> tuple | None:
     """The input dim each output key dim copies (None: a new dim of extent 1), when ``key_fn``
     only places dims (``select_dims``) one to one over ``t``'s whole non-empty grid, every input
     dim it leaves out of extent 1; else None."""
@@ -436,11 +476,18 @@ class Filter(TupleMap):
         self.children = (child,)
         self.child, self.predicate = child, predicate
         t = child.type
-        kept = _kept(t, predicate)
-        frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
-        dense = len(kept) == math.prod(frontier)
+        values = _kept_values(t, predicate)
+        keys: frozenset | None
+        if values is not None:  # the kept keys are a product: frontier and density from its factors
+            frontier = tuple(v[-1] + 1 for v in values) if all(values) else (0,) * t.key_arity
+            dense = all(len(v) == f for v, f in zip(values, frontier)) or not all(values)
+            keys = None if dense else frozenset(itertools.product(*values))
+        else:
+            kept = _kept(t, predicate)
+            frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
+            keys = None if len(kept) == math.prod(frontier) else frozenset(kept)
         axes = tuple(ax.truncate(frontier) for ax in t.axes)
-        self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(kept))
+        self.type = RelationType(frontier, axes, t.dtype, t.backend, keys)
 
     def out_keys(self, key: Key) -> list[Key]:
         t = self.type  # the keys kept: a dense result's are its frontier's box
@@ -451,26 +498,32 @@ class Filter(TupleMap):
         return f"Filter({self.predicate})"
 
 
+def _kept_values(t: RelationType, predicate: KeyPred) -> list[list[int]] | None:
+    """When ``t`` is dense and each part of ``predicate`` reads one dim: per dim, the values the
+    kept keys take (ascending; the kept keys are their product, in the grid's order), each
+    asked once at a key of the grid; else None."""
+    parts = predicate.conjuncts()
+    if not (t.keys is None and t.key_arity and all(p.dims is not None and len(p.dims) == 1 for p in parts)):
+        return None
+    values = [list(range(f)) for f in t.frontier]
+    for pred in parts:
+        (d,) = pred.dims
+        if not all(values):
+            break
+        blocks = pred.block_set()
+        if blocks is not None and blocks[0] == d:  # ``key[d] in blocks``: read in closed form
+            values[d] = [v for v in values[d] if v in blocks[1]]
+            continue
+        first = [v[0] for v in values]
+        values[d] = [v for v in values[d] if pred(tuple(first[:d] + [v] + first[d + 1 :]))]
+    return values
+
+
 def _kept(t: RelationType, predicate: KeyPred) -> list:
     """The keys of ``t`` that ``predicate`` keeps. A conjunction is tested part by part, each part
     once per value of the dims it reads (a slice of a 400-block array asks 20 times, not 400,
-    through its chain of key maps)."""
+    through its chain of key maps); ``_kept_values`` where the kept keys are a product."""
     parts = predicate.conjuncts()
-    if t.keys is None and t.key_arity and all(p.dims is not None and len(p.dims) == 1 for p in parts):
-        # dense, each part reading one dim: the kept values per dim, each asked once at a key
-        # of the grid, and their product (in the grid's order)
-        values = [list(range(f)) for f in t.frontier]
-        for pred in parts:
-            (d,) = pred.dims
-            if not all(values):
-                break
-            blocks = pred.block_set()
-            if blocks is not None and blocks[0] == d:  # ``key[d] in blocks``: read in closed form
-                values[d] = [v for v in values[d] if v in blocks[1]]
-                continue
-            first = [v[0] for v in values]
-            values[d] = [v for v in values[d] if pred(tuple(first[:d] + [v] + first[d + 1 :]))]
-        return list(itertools.product(*values))
     kept = list(t.iter_keys())
     for pred in parts:
         if pred.dims is None:
