@@ -43,3 +43,23 @@ def test_balance_warns_where_no_even_split_has_as_many_blocks():
     with pytest.warns(UserWarning, match="chunk size balancing not possible"):
         y = x.rechunk(98, balance=True)
     assert y.chunks == ((98, 2),)
+
+
+@pytest.mark.parametrize(
+    "n, old, new", [(730, 92, 1), (730, 92, 23), (9, (4, 2, 3), 2), (11, (4, 4, 3), 2), (10, (6, 4), 3)]
+)
+def test_blocks_cut_into_equal_tiles_take_tiles_when_a_block_is_shorter(n, old, new):
+    """Blocks cut in order into tiles of one size, a shorter block into fewer (730 days in 92-day
+    blocks, cut into days), are tiled (views), not gathered piece by piece (a take per piece);
+    values and chunks as dask's."""
+    from dask_tra.array.kernels import Take
+    from dask_tra.tra import Tile
+    from dask_tra.tra.dag import walk_many
+
+    a = np.random.default_rng(4).random((n, 3))
+    x = da.from_array(a, chunks=(old, 3)).rechunk((new, 3))
+    assert x.chunks == dask_da.from_array(a, chunks=(old, 3)).rechunk((new, 3)).chunks
+    np.testing.assert_array_equal(x.compute(), a)
+    nodes = walk_many([x.expr])
+    assert any(isinstance(node, Tile) for node in nodes)
+    assert not any(isinstance(getattr(node, "kernel", None), Take) for node in nodes)

@@ -81,10 +81,6 @@ def test_input_missing_key():
         evaluate(Input("A", t), {"A": r})
 
 
-def test_tile_leaving_holes():
-    t = RelationType((2,), (ChunkAxis.along(0, (4, 2)),), np.float64)
-    with pytest.raises(IntegrityError, match=r"Tile\(0,3\).*different numbers of tiles"):
-        Tile(Input("X", t), 0, 3)
 
 
 def test_aggregate_over_ragged_dim_refused():

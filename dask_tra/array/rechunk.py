@@ -208,27 +208,29 @@ def _placed_blocks(x, axis, place, numbered, in_chunks):
 
 
 def _tiles(x, axis, pieces, in_chunks):
-    """Each old block cut in order into equal tiles (the same count for all), one tile per new
-    block: Tile(axis, size) -> ReKey((old, tile) -> new)."""
+    """Each old block cut in order into tiles of one size (a shorter block into fewer: 730 days
+    in 92-day blocks, cut into days), one tile per new block: Tile(axis, size) -> Filter(the
+    tiles that hold something, when a block has fewer) -> ReKey((old, tile) -> new)."""
     by_old = {}
     for i, j, loc in pieces:
         by_old.setdefault(i, []).append((j, loc))
     size = max(len(loc) for _, _, loc in pieces)
-    q = len(by_old.get(0, ()))
     if size == 0 or len(by_old) < len(in_chunks) or np.bincount([j for _, j, _ in pieces]).max() > 1:
         return None
     for i, c in enumerate(in_chunks):
         if (
-            len(by_old[i]) != q
-            or -(-c // size) != q
+            len(by_old[i]) != -(-c // size)
             or not _whole(np.concatenate([loc for _, loc in by_old[i]]), c)
             or any(len(loc) != min(size, c - k * size) for k, (_, loc) in enumerate(by_old[i]))
         ):
             return None
     new = {(i, k): j for i, ps in by_old.items() for k, (j, _) in enumerate(ps)}
     n = x.expr.type.key_arity
+    expr = Tile(x.expr, axis, size)
+    if len(new) < len(in_chunks) * expr.type.frontier[n]:  # a shorter block's last tiles are empty
+        expr = Filter(expr, KeyPred(Bound(dims_in, (axis, n), frozenset(new)), "fullTiles", frozenset({axis, n})))
     return ReKey(
-        Tile(x.expr, axis, size),
+        expr,
         KeyMap(Bound(_place_tile, axis, n, new), f"placeTiles[{axis}]", copies=_all_but(axis, n)),
     )
 
