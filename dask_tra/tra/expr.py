@@ -476,14 +476,15 @@ class Filter(TupleMap):
         self.children = (child,)
         self.child, self.predicate = child, predicate
         t = child.type
-        values = _kept_values(t, predicate)
+        parts = predicate.conjuncts()
+        values = _kept_values(t, parts)
         keys: frozenset | None
         if values is not None:  # the kept keys are a product: frontier and density from its factors
             frontier = tuple(v[-1] + 1 for v in values) if all(values) else (0,) * t.key_arity
             dense = all(len(v) == f for v, f in zip(values, frontier)) or not all(values)
             keys = None if dense else frozenset(itertools.product(*values))
         else:
-            kept = _kept(t, predicate)
+            kept = _kept(t, parts)
             frontier = tuple(1 + max((k[d] for k in kept), default=-1) for d in range(t.key_arity))
             keys = None if len(kept) == math.prod(frontier) else frozenset(kept)
         axes = tuple(ax.truncate(frontier) for ax in t.axes)
@@ -498,11 +499,10 @@ class Filter(TupleMap):
         return f"Filter({self.predicate})"
 
 
-def _kept_values(t: RelationType, predicate: KeyPred) -> list[list[int]] | None:
-    """When ``t`` is dense and each part of ``predicate`` reads one dim: per dim, the values the
-    kept keys take (ascending; the kept keys are their product, in the grid's order), each
-    asked once at a key of the grid; else None."""
-    parts = predicate.conjuncts()
+def _kept_values(t: RelationType, parts: tuple) -> list[list[int]] | None:
+    """When ``t`` is dense and each of a predicate's ``parts`` (``KeyPred.conjuncts``) reads one
+    dim: per dim, the values the kept keys take (ascending; the kept keys are their product, in
+    the grid's order), each asked once at a key of the grid; else None."""
     if not (t.keys is None and t.key_arity and all(p.dims is not None and len(p.dims) == 1 for p in parts)):
         return None
     values = [list(range(f)) for f in t.frontier]
@@ -519,11 +519,10 @@ def _kept_values(t: RelationType, predicate: KeyPred) -> list[list[int]] | None:
     return values
 
 
-def _kept(t: RelationType, predicate: KeyPred) -> list:
-    """The keys of ``t`` that ``predicate`` keeps. A conjunction is tested part by part, each part
-    once per value of the dims it reads (a slice of a 400-block array asks 20 times, not 400,
-    through its chain of key maps); ``_kept_values`` where the kept keys are a product."""
-    parts = predicate.conjuncts()
+def _kept(t: RelationType, parts: tuple) -> list:
+    """The keys of ``t`` that a predicate keeps, tested part by part (``KeyPred.conjuncts``),
+    each part once per value of the dims it reads (a slice of a 400-block array asks 20 times,
+    not 400, through its chain of key maps); ``_kept_values`` where the kept keys are a product."""
     kept = list(t.iter_keys())
     for pred in parts:
         if pred.dims is None:
