@@ -15,8 +15,9 @@ import pytest
 
 import dask_tra.array as da
 from dask_tra.array.io import Reopen
-from dask_tra.runtime.sources import LazyArraySource
 from dask_tra.ia.nodes import Placed
+from dask_tra.optimizer import evaluate_cost
+from dask_tra.runtime.sources import LazyArraySource
 
 h5py = pytest.importorskip("h5py")
 zarr = pytest.importorskip("zarr")
@@ -209,6 +210,43 @@ def test_reads_run_on_the_worker_the_plan_pins_them_to(client, tmp_path, data, k
     assert sorted(got) == sorted(_input_sites(y))  # each read on the worker the plan pins it to
     assert len({r for r, _ in got}) == 9  # rows 120:330 lie in block rows 1-3: 3 x 3 blocks
     assert len({w for _, w in got}) > 1  # spread over the cluster
+
+
+def _slice_means(x):
+    """xarray's resample of a daily file: each period a slice of the stored array, averaged."""
+    return da.stack([x[i : i + 50].mean(axis=0) for i in range(0, 400, 50)])
+
+
+def test_slices_of_a_stored_array_are_planned_where_their_blocks_would_be(tmp_path, data):
+    """Each slice is an input of its own, its blocks numbered from 0 (it reads only its rows).
+    On a cluster its work starts on the site its first block has in the whole array's layout
+    (``Input.home``), so the periods spread over the workers as the blocks do; before, every
+    one-block slice went to the first worker."""
+    x = da.from_array(Counting(Reopen(_stored("h5py", tmp_path, data)), tmp_path / "r.log"), chunks=(100, -1))
+    y = _slice_means(x)
+    p, _ = y.planned(4)
+    sites = sorted(site for n in p.root.walk() if isinstance(n, Placed) for cs in n.copies.values() for site, _ in cs)
+    assert sites == [0, 0, 1, 1, 2, 2, 3, 3]  # row blocks 0-3 on sites 0-3, two periods each
+    assert p.cost.bytes_moved == evaluate_cost(p.root).bytes_moved  # the placement is costed as built
+    np.testing.assert_allclose(y.compute(scheduler="sync"), data.reshape(8, 50, 300).mean(axis=1))
+
+
+def test_a_plan_made_for_one_slice_is_not_reused_for_another_starting_elsewhere(tmp_path, data):
+    """The plan cache tells slices of one shape apart by where they start."""
+    x = da.from_array(Counting(Reopen(_stored("h5py", tmp_path, data)), tmp_path / "r.log"), chunks=(100, -1))
+    for i, site in ((0, 0), (200, 2), (300, 3)):
+        p, _ = x[i : i + 50].mean(axis=0).planned(4)
+        assert [t for n in p.root.walk() if isinstance(n, Placed) for cs in n.copies.values() for t, _ in cs] == [site]
+
+
+def test_slices_of_a_stored_array_are_read_on_every_worker(client, tmp_path, data):
+    log = tmp_path / "reads.log"
+    x = da.from_array(Counting(Reopen(_stored("netcdf4", tmp_path, data)), log), chunks=(100, -1))
+    y = _slice_means(x)
+    np.testing.assert_allclose(y.compute(), data.reshape(8, 50, 300).mean(axis=1))
+    got = reads(log)
+    assert sorted(got) == sorted(_input_sites(y))  # each read on the worker the plan pins it to
+    assert len({w for _, w in got}) == 4
 
 
 def test_h5py_netcdf_and_memmap_inputs_travel_by_file_name(client, tmp_path, data):

@@ -7,18 +7,30 @@ input placements (with replicas), the predicted bytes must equal both the expand
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dask_tra as dt
 from dask_tra.ia import execute, project
+from dask_tra.ia.partitioning import Grid
 from dask_tra.optimizer import evaluate_cost, kind_of, plan
 from dask_tra.optimizer.operators.registry import STRATEGIES, variants
-from dask_tra.optimizer.search import chosen
 from dask_tra.optimizer.rewrite import simplify
-from dask_tra.optimizer.symbolic import grid_need, grid_sites, homes, reduce_to
-from dask_tra.ia.partitioning import Grid
+from dask_tra.optimizer.search import chosen
+from dask_tra.optimizer.symbolic import grid_key_sites, grid_need, grid_sites, homes, reduce_to
 from dask_tra.tra import Input, TRAError, assemble
 from dask_tra.tra.dag import walk_many
+
+
+class Stored:
+    """An array-like read lazily (a stored array): slicing it makes inputs of their own, each
+    with a ``home`` (where it starts in the whole array)."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.ndim = a, a.shape, a.dtype, a.ndim
+
+    def __getitem__(self, box):
+        return self.a[box]
 
 
 def _program(draw, rng):
@@ -28,7 +40,11 @@ def _program(draw, rng):
     chunks = {n: tuple(draw(st.integers(1, d)) for d in s) for n, s in shapes.items()}
     x = {n: dt.from_array(arrays[n], chunks=chunks[n]) for n in arrays}
     a, b = arrays["a"], arrays["b"]
-    op = draw(st.sampled_from(["matmul", "chain", "transpose-add", "sum", "slice", "concat", "einsum"]))
+    op = draw(st.sampled_from(["matmul", "chain", "transpose-add", "sum", "slice", "concat", "einsum", "stored"]))
+    if op == "stored":  # reductions and maps of slices of a stored array, joined
+        z = dt.from_array(Stored(a), chunks=chunks["a"])
+        i, j = draw(st.integers(0, a.shape[0] - 1)), draw(st.integers(0, a.shape[0] - 1))
+        return z[i:].sum(axis=0) + (z[j:] * 2.0).sum(axis=0), a[i:].sum(axis=0) + (a[j:] * 2.0).sum(axis=0)
     if op == "matmul":
         return x["a"] @ x["b"], a @ b
     if op == "chain":
@@ -96,6 +112,7 @@ def test_every_registered_strategy_costs_what_its_plan_moves():
     rng = np.random.default_rng(11)
     a, b = rng.standard_normal((7, 6)), rng.standard_normal((6, 5))
     x, y = dt.from_array(a, chunks=(3, 4)), dt.from_array(b, chunks=(4, 2))
+    z = dt.from_array(Stored(a), chunks=(2, 4))
     programs = [
         (x @ y, a @ b),
         (x[:6] + x[:6].T, a[:6] + a[:6].T),
@@ -103,6 +120,8 @@ def test_every_registered_strategy_costs_what_its_plan_moves():
         (x.sum(axis=0), a.sum(axis=0)),
         (dt.array.concatenate([x, x + 1.0], axis=0), np.concatenate([a, a + 1.0], axis=0)),
         (dt.array.einsum("ij,jk->ik", x, y).sum(axis=1), (a @ b).sum(axis=1)),
+        (z[4:].sum(axis=0) + z[3:].sum(axis=0), a[4:].sum(axis=0) + a[3:].sum(axis=0)),  # homed inputs
+        (dt.array.concatenate([z[5:], z[3:5]], axis=0), np.concatenate([a[5:], a[3:5]], axis=0)),
     ]
     used = set()
     for z, want in programs:
@@ -126,9 +145,16 @@ def test_grid_layouts_match_grid_site(frontier, s, data):
     frontier = tuple(frontier)
     dims = tuple(sorted(data.draw(st.sets(st.integers(0, len(frontier) - 1)))))
     groups = tuple(data.draw(st.integers(1, frontier[d])) for d in dims)
-    grid = Grid(dims, groups)
+    out_of = data.draw(st.integers(1, 50))
+    grid = Grid(dims, groups, (data.draw(st.integers(0, out_of - 1)), out_of))
     keys = list(np.ndindex(*frontier))
-    assert list(grid_sites(grid, frontier, s)) == [grid.site(k, frontier, s) for k in keys]
+    sites = [grid.site(k, frontier, s) for k in keys]
+    assert list(grid_sites(grid, frontier, s)) == sites
+    assert list(grid_key_sites(grid, frontier, np.array(keys, np.int64), s)) == sites
+    # a home turns the grid: group 0 on the home's site, the others after it in order
+    turn = grid.home[0] * s // grid.home[1]
+    plain = Grid(dims, groups)
+    assert sites == [(plain.site(k, frontier, s) + turn) % s for k in keys]
     # a relation holding some of the grid's dims needs each tuple at the sites of its cells
     pos = [d for d in range(len(frontier)) if data.draw(st.booleans())]
     side = tuple(frontier[d] for d in pos)

@@ -223,6 +223,7 @@ class BlocksOf(Source):
         self.input = Input(
             content_name("blocks-of", inner.input.name, self.blocks),
             RelationType.from_chunks(chunks, t.dtype, t.backend),
+            home=_home(self.blocks, t.frontier),
         )
 
     def _key(self, key):
@@ -233,6 +234,17 @@ class BlocksOf(Source):
 
     def chunk(self, key):
         return self.inner.chunk(self._key(key))
+
+
+def _home(blocks, frontier) -> tuple[int, int] | None:
+    """(where the first of ``blocks`` is among the source's blocks, row-major; how many there
+    are): its work is planned to start on the site the source's own layout gives that block
+    (``Grid.home``), so the months of a resample spread over the workers as their blocks do.
+    None for the source's first block (no turn)."""
+    if not all(blocks):
+        return None
+    at = int(np.ravel_multi_index(tuple(bl[0] for bl in blocks), tuple(frontier)))
+    return (at, math.prod(frontier)) if at else None
 
 
 def _narrow_generated(x, entries):

@@ -2,7 +2,8 @@
 
 ``Grid(dims, groups)`` is the one family the optimizer produces: key dims ``dims`` are
 cut into ``groups`` contiguous groups each, the group grid is numbered row-major, and
-group number g of p goes to site ``g * s // p``. ``PART(D)`` of the papers is a Grid
+group number g of p goes to site ``g * s // p``, turned by the grid's ``home`` (a relation cut
+from a larger array starts where its first block sat there). ``PART(D)`` of the papers is a Grid
 whose groups are the block counts (every distinct ``key[D]`` its own group); EinDecomp's
 partition vector ``d`` is the ``groups``. ``ALL`` puts every tuple on every site;
 ``SiteMap`` is an explicit key -> site map (data already placed on a cluster).
@@ -14,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,6 +34,13 @@ class Placement(Protocol):
 class Grid:
     dims: tuple[int, ...]
     groups: tuple[int, ...]
+    home: tuple[int, int] = (0, 1)  # (a position, out of): group 0 goes to site position * s // out
+
+    def cell_sites(self, g: Any, s: int) -> Any:
+        """The sites of group numbers ``g`` (an int or an array) on ``s`` sites."""
+        shift = self.home[0] * s // self.home[1]
+        g = g * s // math.prod(self.groups)
+        return (g + shift) % s if shift else g
 
     def site(self, key: Key, frontier: Sequence[int], s: int) -> int:
         return int(site_table(self, tuple(frontier), s)[tuple(key)])
@@ -42,7 +50,7 @@ class Grid:
 
     def table(self, frontier: Sequence[int], s: int) -> np.ndarray:
         """The site of every key below ``frontier`` (an array of shape ``frontier``), vectorized:
-        group g of p along the grid goes to site ``g * s // p``."""
+        group g of p along the grid goes to site ``g * s // p``, turned by ``home``."""
         frontier = tuple(int(f) for f in frontier)
         p = math.prod(self.groups)
         if p == 0 or not math.prod(frontier):
@@ -52,16 +60,17 @@ class Grid:
             shape = [1] * len(frontier)
             shape[d] = frontier[d]
             g = g * n + (np.arange(frontier[d]) * n // frontier[d]).reshape(shape)
-        return np.broadcast_to(g * s // p, frontier)
+        return np.broadcast_to(self.cell_sites(g, s), frontier)
 
     def partitions_by(self, group_by: Sequence[int]) -> bool:
         """True when all tuples agreeing on ``group_by`` share a site (R2-4's precondition)."""
         return set(d for d, n in zip(self.dims, self.groups) if n > 1) <= set(group_by)
 
     def __str__(self) -> str:
+        turn = f" from {self.home[0]}/{self.home[1]}" if self.home[0] else ""
         if not self.dims:
-            return "ONE"
-        return f"PART{list(self.dims)}" + (f"/d={list(self.groups)}" if self.groups else "")
+            return "ONE" + turn
+        return f"PART{list(self.dims)}" + (f"/d={list(self.groups)}" if self.groups else "") + turn
 
 
 @lru_cache(maxsize=1024)
@@ -69,10 +78,10 @@ def site_table(grid: Grid, frontier: tuple[int, ...], s: int) -> np.ndarray:
     return grid.table(frontier, s)
 
 
-def part(dims: Iterable[int], frontier: Sequence[int]) -> Grid:
-    """PART(D): every distinct value of key[D] its own group."""
+def part(dims: Iterable[int], frontier: Sequence[int], home: tuple[int, int] | None = None) -> Grid:
+    """PART(D): every distinct value of key[D] its own group (``home``: see ``Grid``)."""
     dims = tuple(dims)
-    return Grid(dims, tuple(frontier[d] for d in dims))
+    return Grid(dims, tuple(frontier[d] for d in dims), home or (0, 1))
 
 
 @dataclass(frozen=True)

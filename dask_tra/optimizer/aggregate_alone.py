@@ -38,8 +38,9 @@ class Local(Strategy):
     def body(self, agg, m: AggregateMover) -> Any:
         g = agg.group_by
         if m.free(0):  # made where its group is
-            x = m.place(0, m.partitioned(0, part(g, m.frontier(0))), "")
-            return m.aggregate(x, self, part(range(len(g)), agg.type.frontier))
+            home = m.home(0)
+            x = m.place(0, m.partitioned(0, part(g, m.frontier(0), home)), "")
+            return m.aggregate(x, self, part(range(len(g)), agg.type.frontier, home))
         x = m.held(0)
         return m.aggregate(x, self) if m.grouped(x) else None
 
@@ -77,8 +78,9 @@ class Repartition(Strategy):
         x = m.held(0)
         if m.grouped(x):
             return None
-        moved = m.place(0, m.partitioned(0, part(g, m.frontier(0))), f"shuffle by PART{list(g)}")
-        return m.aggregate(moved, self, part(range(len(g)), agg.type.frontier))
+        home = m.home(0)
+        moved = m.place(0, m.partitioned(0, part(g, m.frontier(0), home)), f"shuffle by PART{list(g)}")
+        return m.aggregate(moved, self, part(range(len(g)), agg.type.frontier, home))
 
 
 __all__ = ["Local", "PreAggregate", "Repartition"]

@@ -27,7 +27,8 @@ def build(roots, s) -> list:
             if alt.placement is not None:
                 made[id(alt)] = Built(Placed(node, SiteMap(alt.placement), s))
             else:
-                made[id(alt)] = Built(Placed(node, part(range(node.type.key_arity), node.type.frontier), s), free=True)
+                default = part(range(node.type.key_arity), node.type.frontier, node.home)
+                made[id(alt)] = Built(Placed(node, default, s), free=True)
             continue
         kids = [made[id(a)] for a in alt.inputs]
         made[id(alt)] = Built(_one(node, alt, kids, s))

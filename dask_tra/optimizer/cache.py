@@ -60,7 +60,7 @@ def _described(node) -> str:
 
 @STRUCTURE.register(tra.Input)
 def _input(node) -> str:
-    return "Input"
+    return "Input" if node.home is None else f"Input@{node.home}"  # a home turns where its work runs
 
 
 @STRUCTURE.register(tra.Join)

@@ -149,7 +149,7 @@ def aggregate_alone(agg, child, s, only: Strategy | None = None) -> dict:
 def per_tuple(node, child, s, only: Strategy | None = None) -> dict:
     f = child.type.frontier
     mv = Moves((child,), s)
-    base = mv.place(0, grid_layout(part(range(len(f)), f), f, s), "") if child.free else child.layout
+    base = mv.place(0, grid_layout(part(range(len(f)), f, child.home), f, s), "") if child.free else child.layout
     flops = np.zeros(s)
     tasks = 0
     # no task of its own: emission fuses a map into its reader

@@ -62,7 +62,8 @@ def broadcast(alt: Built, partners: tuple | None = None) -> IANode:
     whose tasks read it, so that is what the plan predicts."""
     node = alt.node
     if alt.free:
-        node = Placed(cast(Placed, node).input, part(range(node.type.key_arity), node.type.frontier), node.s)
+        source = cast(Placed, node).input
+        node = Placed(source, part(range(node.type.key_arity), node.type.frontier, source.home), node.s)
     if partners is None:
         return Broadcast(node)
     if node.s == 1:  # the one site holds every partner

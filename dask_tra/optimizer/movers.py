@@ -24,10 +24,11 @@ A mover answers None where a move does not apply (``keep`` of a replicated input
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
-from ..ia import LocalAggregate, LocalJoin, Shuffle, SiteMap, part
+from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap, part
 from ..ia.nodes import IANode, expand
 from ..ia.partitioning import Grid
 from ..tra.expr import Join
@@ -44,6 +45,7 @@ from .symbolic import (
     View,
     cell_flops,
     finish,
+    first_site,
     gather,
     grid_key_sites,
     grid_layout,
@@ -143,13 +145,14 @@ class SymbolicMover:
         )
 
 
-def close_aggregate(agg, mv: Moves, placed, s, strategy, detail: Detail | None = None) -> Cand:
+def close_aggregate(agg, mv: Moves, placed, s, strategy, detail: Detail | None = None, home=None) -> Cand:
     """The aggregation after ``mv``'s moves, its products (or tuples) placed as ``(partials,
-    flops)``: local where each group has one partial, else the partials summed at their homes."""
+    flops)``: local where each group has one partial, else the partials summed at their homes
+    (PART(all dims) turned by ``home``)."""
     partial, flops = placed
     join = agg.child  # a contraction's, or any relation an Aggregate alone pre-sums
     products = isinstance(join, Join) and makes_products(join)
-    out, moved, paper, tasks, how = finish(mv, partial, agg.type, s, products)
+    out, moved, paper, tasks, how = finish(mv, partial, agg.type, s, products, home)
     nb = key_bytes(agg.type)
     peak = mv.site_in + wsum(nb, partial) + (wsum(nb, out) if how != "local" else 0)
     steps = list(mv.steps)
@@ -214,7 +217,7 @@ def grid_products(join, grid: Grid, s: int) -> np.ndarray:
     """Per-site flops when the join's products are computed on ``grid``'s cells."""
     p = math.prod(grid.groups)
     flops = cell_flops(join, grid.dims, grid.groups)
-    sites = (np.arange(len(flops)) * s // p) if p else np.zeros(len(flops), np.int64)
+    sites = grid.cell_sites(np.arange(len(flops)), s) if p else np.zeros(len(flops), np.int64)
     return site_sum(flops, sites, s)
 
 
@@ -269,6 +272,9 @@ class SymbolicAggregator:
     def frontier(self, i: int) -> tuple[int, ...]:
         return tuple(self.v.type.frontier)
 
+    def home(self, i: int) -> tuple[int, int] | None:
+        return self.v.home if self.v.free else first_site(self.v.layout)
+
     def partitioned(self, i: int, grid: Grid) -> np.ndarray:
         return grid_layout(grid, self.v.type.frontier, self.s)
 
@@ -280,7 +286,7 @@ class SymbolicAggregator:
             return self.v.layout
         f = self.v.type.frontier
         if "base" not in self.shared:
-            self.shared["base"] = grid_layout(part(range(len(f)), f), f, self.s)
+            self.shared["base"] = grid_layout(part(range(len(f)), f, self.v.home), f, self.s)
         return self.mv.place(0, self.shared["base"], "")
 
     def _partial(self, x: np.ndarray) -> np.ndarray:
@@ -323,7 +329,8 @@ class SymbolicAggregator:
         )
 
     def pre_aggregate(self, x: np.ndarray, strategy) -> Cand:
-        return close_aggregate(self.agg, self.mv, (self._partial(x), self._elements(x)), self.s, strategy)
+        placed = (self._partial(x), self._elements(x))
+        return close_aggregate(self.agg, self.mv, placed, self.s, strategy, home=self.home(0))
 
 
 # ---------------------------------------------------------------- IA: the plan that runs
@@ -419,12 +426,21 @@ class IAAggregator:
 
     def __init__(self, agg, alt: Built):
         self.agg, self.alt = agg, alt
+        self.source = cast(Placed, alt.node).input if alt.free else None  # a free input's ``tra.Input``
 
     def free(self, i: int) -> bool:
         return self.alt.free
 
     def frontier(self, i: int) -> tuple[int, ...]:
         return tuple(self.alt.node.type.frontier)
+
+    def home(self, i: int) -> tuple[int, int] | None:
+        if self.source is not None:  # a free input, placed or not: its own home
+            return self.source.home
+        node = self.alt.node
+        first = min(node.copies, default=None)
+        site = min(t for t, _ in node.copies[first]) if first is not None else 0
+        return (site, node.s) if site else None
 
     def partitioned(self, i: int, grid: Grid):
         return place(self.alt, grid)
@@ -435,7 +451,7 @@ class IAAggregator:
     def held(self, i: int) -> IANode:
         if self.alt.free:
             t = self.alt.node.type
-            self.alt = Built(place(self.alt, part(range(t.key_arity), t.frontier)))  # now placed
+            self.alt = Built(place(self.alt, part(range(t.key_arity), t.frontier, self.home(0))))  # now placed
         return self.alt.node
 
     def grouped(self, x: IANode) -> bool:
@@ -451,7 +467,7 @@ class IAAggregator:
         k = self.agg.kernel
         pre = LocalAggregate(x, self.agg.group_by, k, like=self.agg)
         g = tuple(range(len(self.agg.group_by)))
-        return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier)), g, k)
+        return LocalAggregate(Shuffle(pre, part(g, pre.type.frontier, self.home(0))), g, k)
 
 
 def symbolic_bytes(cand: Cand) -> int:

@@ -249,7 +249,7 @@ def input_alt(node, s, placements) -> Alt:
         "free",
         (),
         None,
-        held(grid_layout(part(range(len(f)), f), f, s), node.type),
+        held(grid_layout(part(range(len(f)), f, node.home), f, s), node.type),
         free=True,
         flops=np.zeros(s),
         peak=np.zeros(s, np.int64),
@@ -262,7 +262,8 @@ def views_of(alts, present=None) -> list:
     for a in alts:
         if id(a) not in made:
             p = a.layout if present is None or a.free else present[id(a)]
-            made[id(a)] = View(a.node.type, a.layout, p, a.free, a.placement is not None)
+            home = a.node.home if a.free else None
+            made[id(a)] = View(a.node.type, a.layout, p, a.free, a.placement is not None, home)
     return [made[id(a)] for a in alts]
 
 

@@ -26,8 +26,9 @@ with its body (``contraction``, ``join_alone``, ``aggregate_alone``) against a m
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
-from ..ia import LocalFilter, part
+from ..ia import LocalFilter, Placed, part
 from ..ia.nodes import local_map
 from ..tra import expr as tra
 from .layout import Built, place
@@ -67,9 +68,10 @@ PLANS: dict[OperatorKind, Callable[..., dict]] = {
 
 def per_tuple(node, child: Built, only: Strategy | None = None) -> dict:
     """A tuple map (ReKey, Filter, Transform, Tile, ...): run where the tuples are."""
-    base = (
-        child.node if not child.free else place(child, part(range(child.node.type.key_arity), child.node.type.frontier))
-    )
+    base = child.node
+    if child.free:
+        t = base.type
+        base = place(child, part(range(t.key_arity), t.frontier, cast(Placed, base).input.home))
     if isinstance(node, tra.Filter):
         return {Local(): LocalFilter(base, node.predicate)}
     return {Local(): local_map(base, node)}

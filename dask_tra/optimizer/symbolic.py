@@ -243,7 +243,7 @@ def _grid_need(grid: Grid, pos, side_frontier, s: int) -> np.ndarray:
             base = base + coef[d] * (np.arange(side_frontier[i]) * groups[d] // side_frontier[i]).reshape(shape)
     base = np.broadcast_to(base, tuple(side_frontier)).ravel()
     uniq, inv = np.unique(base, return_inverse=True)
-    sites = (uniq[:, None] + off[None, :]) * s // p
+    sites = grid.cell_sites(uniq[:, None] + off[None, :], s)
     m = np.zeros((len(uniq), s), bool)
     m[np.repeat(np.arange(len(uniq)), len(off)), sites.ravel()] = True
     return m[inv.ravel()]
@@ -333,6 +333,7 @@ class View:
     present: np.ndarray
     free: bool = False
     placed: bool = False
+    home: tuple[int, int] | None = None  # a free input's ``Input.home``
 
 
 Step = tuple[str, int | None, int]  # (what, which input (None: the partial results), bytes moved)
@@ -412,7 +413,7 @@ class Moves:
         v = self.views[i]
         if v.free:
             f = v.type.frontier
-            at = grid_sites(part(range(v.type.key_arity), f), f, self.s) if need is None else homes(need)
+            at = grid_sites(part(range(v.type.key_arity), f, v.home), f, self.s) if need is None else homes(need)
             self._set(i, held(onehot(at, self.s), v.type))
         return self._get(i)
 
@@ -545,7 +546,7 @@ def grid_key_sites(grid: Grid, frontier, keys: np.ndarray, s: int) -> np.ndarray
     g = np.zeros(len(keys), np.int64)
     for d, n in zip(grid.dims, grid.groups):
         g = g * n + keys[:, d] * n // frontier[d]
-    return g * s // p
+    return grid.cell_sites(g, s)
 
 
 def makes_products(join) -> bool:
@@ -598,6 +599,14 @@ def site_sum(values, sites, s) -> np.ndarray:
     return np.bincount(sites, weights=values, minlength=s)[:s]
 
 
+def first_site(layout) -> tuple[int, int] | None:
+    """``Grid.home`` starting a grid on the lowest site of the first tuple ``layout`` places
+    (None: site 0, or no tuple)."""
+    rows = np.flatnonzero(layout.any(axis=1))
+    site = int(layout[rows[0]].argmax()) if len(rows) else 0
+    return (site, layout.shape[1]) if site else None
+
+
 def placing_sites(layout) -> np.ndarray:
     """The (first) site of every row of a single-site layout (rows without a site: -1)."""
     has = layout.any(axis=1)
@@ -607,16 +616,18 @@ def placing_sites(layout) -> np.ndarray:
 # ---------------------------------------------------------------- aggregations
 
 
-def finish(cand_moves, partial, out_type, s, products=True):
+def finish(cand_moves, partial, out_type, s, products=True, home=None):
     """ΣL after products/tuples sit per ``partial`` (a layout over the output keys: where each
-    group has a partial result; ``products``: the partials are block products, not maps).
+    group has a partial result; ``products``: the partials are block products, not maps), the
+    partials summed by PART(all dims) turned by ``home`` (``Grid.home``).
     Returns (out layout, moved, paper, tasks, how)."""
     nb = key_bytes(out_type)
     counts = row_counts(partial)
     tasks = int(counts.sum())
     if (counts <= 1).all():
         return partial, 0, 0, tasks, "local"
-    home = grid_layout(part(range(len(out_type.frontier)), out_type.frontier), out_type.frontier, s)
+    f = out_type.frontier
+    home = grid_layout(part(range(len(f)), f, home), f, s)
     moved = int(nb @ row_counts(partial & ~home))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
     # one final task per group made of several partials. It waits for partials from other

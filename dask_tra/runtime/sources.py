@@ -146,7 +146,8 @@ class LazyArraySource(Source):
         shape = tuple(b - a for a, b in self.region)
         self.chunks = normalize_chunks(chunks, shape)
         dtype = np.dtype(getattr(x, "dtype", np.float64))
-        self.input = Input(name or fresh_name("from-array"), RelationType.from_chunks(self.chunks, dtype))
+        t = RelationType.from_chunks(self.chunks, dtype)
+        self.input = Input(name or fresh_name("from-array"), t, home=_region_home(self.region, x.shape))
 
     def task(self, key):
         box = tuple(slice(a + s.start, a + s.stop) for (a, _), s in zip(self.region, _block_slices(self.chunks, key)))
@@ -156,6 +157,16 @@ class LazyArraySource(Source):
         """The source of the sub-box ``region`` (relative to this one), chunked ``chunks``."""
         absolute = tuple((a + lo, a + hi) for (a, _), (lo, hi) in zip(self.region, region))
         return LazyArraySource(self.array, chunks, lock=self.lock, region=absolute)
+
+
+def _region_home(region, shape) -> tuple[int, int] | None:
+    """``tra.Input.home`` of a sub-box: where its first element is in the stored array
+    (row-major, out of its size), so a slice's work starts on the site holding that part of the
+    array. None for a box starting at the array's first element."""
+    at, n = 0, 1
+    for (lo, _), m in zip(region, shape):
+        at, n = at * int(m) + lo, n * int(m)
+    return (at, n) if at else None
 
 
 def read_block(array, box, lock=None):

@@ -131,16 +131,25 @@ class Input(Expr):
     """A named leaf relation (data supplied at execution). ``constant``: each chunk is one value
     repeated, a read-only view that takes no memory (``zeros``, ``ones``, ``full``). ``whole``:
     the named relation's type when this leaf reads only the blocks of ``type`` (a filtered
-    input, what the rewrite pass makes of σ over an input; its keys are the relation's own)."""
+    input, what the rewrite pass makes of σ over an input; its keys are the relation's own).
+    ``home``: (position, out of) of its first block in the array it was cut from (blocks of a
+    larger source, renumbered from 0): on a cluster its work starts where that block would be."""
 
-    _parameters = ("name", "type", "constant", "whole")
+    _parameters = ("name", "type", "constant", "whole", "home")
 
-    def __init__(self, name: str, type: RelationType, constant: bool = False, whole: RelationType | None = None):
-        self.name, self.type, self.constant, self.whole = name, type, constant, whole
+    def __init__(
+        self,
+        name: str,
+        type: RelationType,
+        constant: bool = False,
+        whole: RelationType | None = None,
+        home: tuple[int, int] | None = None,
+    ):
+        self.name, self.type, self.constant, self.whole, self.home = name, type, constant, whole, home
 
     def part_of(self, type: RelationType) -> Input:
         """This input's blocks of ``type`` (a filter's type: keys of this input, chunks alike)."""
-        return Input(self.name, type, self.constant, self.whole or self.type)
+        return Input(self.name, type, self.constant, self.whole or self.type, self.home)
 
     def describe(self) -> str:
         return f"Input[{self.name}]"

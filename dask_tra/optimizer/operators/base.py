@@ -222,8 +222,13 @@ class AggregateMover(Protocol):
 
     def place(self, i: int, target: Any, what: str) -> Any: ...
 
+    def home(self, i: int) -> tuple[int, int] | None:
+        """``Grid.home`` of input ``i``: a free input's own (``tra.Input.home``), a placed one's
+        first tuple's lowest site; so groups are combined where the data starts."""
+        ...
+
     def held(self, i: int) -> Any:
-        """Input ``i`` where it is (a free one made by PART(all its dims) first)."""
+        """Input ``i`` where it is (a free one made by PART(all its dims), turned by its home, first)."""
         ...
 
     def grouped(self, x: Any) -> bool:

@@ -4,9 +4,11 @@ other key dims first."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
-from ...ia import LocalAggregate, part
+from ...ia import LocalAggregate, Placed, part
 from ...tra.expr import Concat
 from ..layout import Built, partitioned_by, place
 from ..symbolic import Cand, Detail, Moves, grid_layout, key_bytes, reduce_to, single
@@ -19,7 +21,8 @@ def plans(node: Concat, child: Built) -> dict:
     others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
     if not child.free and partitioned_by(child.node, others):
         return {Local(): LocalAggregate(child.node, concat=(kd, node.array_dim))}
-    moved = place(child, part(others, child.node.type.frontier))
+    home = cast(Placed, child.node).input.home if child.free else None  # a free input: made where it starts
+    moved = place(child, part(others, child.node.type.frontier, home))
     return {Repartition(): LocalAggregate(moved, concat=(kd, node.array_dim))}
 
 
@@ -37,8 +40,9 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
             peak = mv.site_in + nb @ red
             return {Local(): Cand(red, 0, 0, peak, np.zeros(s), int(red.sum()), mv.present, Detail(), strategy=Local())}
     mv = Moves((child,), s)
-    mv.place(0, grid_layout(part(others, f), f, s), f"shuffle by PART{others}")
-    out = grid_layout(part(range(len(outf)), outf), outf, s)
+    home = child.home if child.free else None
+    mv.place(0, grid_layout(part(others, f, home), f, s), f"shuffle by PART{others}")
+    out = grid_layout(part(range(len(outf)), outf, home), outf, s)
     return {
         Repartition(): Cand(
             out,
