@@ -237,6 +237,9 @@ def test_a_plan_made_for_one_slice_is_not_reused_for_another_starting_elsewhere(
     for i, site in ((0, 0), (200, 2), (300, 3)):
         p, _ = x[i : i + 50].mean(axis=0).planned(4)
         assert [t for n in p.root.walk() if isinstance(n, Placed) for cs in n.copies.values() for t, _ in cs] == [site]
+    p, _ = (x[200:250] - x[350:400]).planned(4)  # two parts joined: made where the first starts
+    assert {t for n in p.root.walk() if isinstance(n, Placed) for cs in n.copies.values() for t, _ in cs} == {2}
+    assert p.cost.bytes_moved == 0
 
 
 def test_slices_of_a_stored_array_are_read_on_every_worker(client, tmp_path, data):

@@ -495,3 +495,17 @@ def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
     best, _ = S.search(x.roots, s)
     (root,) = best.values()
     assert root.bytes == 0 and root.tasks == totals(root.node, root.cand, root.inputs, S.Rates())["tasks"]
+
+
+def test_pieces_gathered_from_several_blocks_are_combined_where_the_first_one_is():
+    """A take gathering rows of blocks 2 and 0 concatenates its pieces on the first piece's site
+    (block 2's): one row moves, not two (each one-group concatenation went to site 0)."""
+    import dask_tra.array as da
+    from dask_tra.optimizer import evaluate_cost
+
+    a = np.arange(400 * 30, dtype=float).reshape(400, 30)
+    y = da.from_array(a, chunks=(100, 30))[[250, 260, 5]]  # row blocks 0-3 on sites 0-3
+    p, _ = y.planned(4)
+    assert {k: [t for t, _ in cs] for k, cs in p.root.copies.items()} == {(0, 0): [2]}
+    assert p.cost.bytes_moved == evaluate_cost(p.root).bytes_moved == 30 * 8  # row 5 alone
+    np.testing.assert_array_equal(y.compute(scheduler="sync"), a[[250, 260, 5]])

@@ -122,6 +122,8 @@ def test_every_registered_strategy_costs_what_its_plan_moves():
         (dt.array.einsum("ij,jk->ik", x, y).sum(axis=1), (a @ b).sum(axis=1)),
         (z[4:].sum(axis=0) + z[3:].sum(axis=0), a[4:].sum(axis=0) + a[3:].sum(axis=0)),  # homed inputs
         (dt.array.concatenate([z[5:], z[3:5]], axis=0), np.concatenate([a[5:], a[3:5]], axis=0)),
+        (z[3:5] + z[5:7], a[3:5] + a[5:7]),
+        (z[1:] @ y, a[1:] @ b),
     ]
     used = set()
     for z, want in programs:

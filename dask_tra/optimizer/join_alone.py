@@ -55,9 +55,10 @@ def copart(join, m: Mover, st: Strategy) -> Any:
     lk, rk = join.left_keys, join.right_keys
     if not lk:
         return None
-    left = m.place(0, m.partitioned(0, part(lk, m.frontier(0))), f"shuffle by PART{list(lk)}")
-    right = m.place(1, m.partitioned(1, part(rk, m.frontier(1))), f"shuffle by PART{list(rk)}")
-    return m.join(left, right, part(lk, join.type.frontier), st)
+    home = m.home(0) or m.home(1)  # free inputs cut from a larger array: where the first starts
+    left = m.place(0, m.partitioned(0, part(lk, m.frontier(0), home)), f"shuffle by PART{list(lk)}")
+    right = m.place(1, m.partitioned(1, part(rk, m.frontier(1), home)), f"shuffle by PART{list(rk)}")
+    return m.join(left, right, part(lk, join.type.frontier, home), st)
 
 
 def align_side(join, m: Mover, st) -> Any:
@@ -108,7 +109,7 @@ class Bcast(_Sided):
     def body(self, join, m: Mover) -> Any:
         b = SIDES.index(self.side)
         o = 1 - b  # the input partitioned, by all its key dims
-        return broadcast_to_partners(join, m, b, part(range(len(m.frontier(o))), m.frontier(o)), self)
+        return broadcast_to_partners(join, m, b, part(range(len(m.frontier(o))), m.frontier(o), m.home(o)), self)
 
 
 @dataclass(frozen=True)

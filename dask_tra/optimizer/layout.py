@@ -29,6 +29,14 @@ def sites_of(node: IANode) -> dict:
     return {k: tuple(sorted({t for t, _ in cs})) for k, cs in node.copies.items()}
 
 
+def first_site(node: IANode) -> tuple[int, int] | None:
+    """``Grid.home`` starting a grid on the lowest site of ``node``'s first tuple (None: site 0,
+    or no tuple); ``symbolic.first_site`` of its layout."""
+    first = min(node.copies, default=None)
+    site = min(t for t, _ in node.copies[first]) if first is not None else 0
+    return (site, node.s) if site else None
+
+
 def signature(node: IANode) -> tuple:
     """Where every tuple is: two alternatives with equal signatures are interchangeable downstream."""
     return tuple(sorted(sites_of(node).items()))
@@ -130,6 +138,7 @@ __all__ = [
     "partitioned_by",
     "finish_aggregate",
     "signature",
+    "first_site",
     "sites_of",
     "has_placement",
 ]

@@ -37,6 +37,7 @@ from .contraction import Bmm, TwoPhase
 from .cost import evaluate_cost
 from .join_alone import output_dims
 from .layout import Built, align, broadcast, finish_aggregate, partitioned_by, place
+from .layout import first_site as first_site_of
 from .operators.base import AggregateMover, ContractionMover, Mover, TwoPhaseMover
 from .symbolic import (
     Cand,
@@ -81,6 +82,9 @@ class SymbolicMover:
 
     def free(self, i: int) -> bool:
         return self.views[i].free
+
+    def home(self, i: int) -> tuple[int, int] | None:
+        return self.views[i].home
 
     def output_dims(self, i: int) -> list[int]:
         return self.pos[i]
@@ -353,6 +357,9 @@ class IAMover:
     def free(self, i: int) -> bool:
         return self.alts[i].free
 
+    def home(self, i: int) -> tuple[int, int] | None:
+        return cast(Placed, self.alts[i].node).input.home if self.alts[i].free else None
+
     def frontier(self, i: int) -> tuple[int, ...]:
         return tuple(self.alts[i].node.type.frontier)
 
@@ -437,10 +444,7 @@ class IAAggregator:
     def home(self, i: int) -> tuple[int, int] | None:
         if self.source is not None:  # a free input, placed or not: its own home
             return self.source.home
-        node = self.alt.node
-        first = min(node.copies, default=None)
-        site = min(t for t, _ in node.copies[first]) if first is not None else 0
-        return (site, node.s) if site else None
+        return first_site_of(self.alt.node)
 
     def partitioned(self, i: int, grid: Grid):
         return place(self.alt, grid)

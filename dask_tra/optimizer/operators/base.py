@@ -152,6 +152,11 @@ class Mover(Protocol):
         """Input ``i``'s key frontier."""
         ...
 
+    def home(self, i: int) -> tuple[int, int] | None:
+        """A free input's ``tra.Input.home`` (where it starts in the array it was cut from);
+        None for a placed one."""
+        ...
+
     def output_dims(self, i: int) -> list[int]:
         """The join's output key dim of each key dim of input ``i``."""
         ...
