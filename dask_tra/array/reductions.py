@@ -173,6 +173,10 @@ class NanSumCount(Fn):
         nansum = K.Reduce("nansum", axes, keepdims=True, dtype=acc)
         fn, stacked = Bound(_nan_sum_count, nansum, axes, pair), Bound(_stacked_axes, 2, axes)
         super().__init__(f"nanSumCount{list(axes)}", fn, 1, stacked, pair)
+        self.axes = tuple(axes)
+
+    def parts_merge(self, axis):
+        return K.add if axis in self.axes else None  # sums and counts add up
 
 
 def _nan_sum_count(nansum, axes, pair, c):

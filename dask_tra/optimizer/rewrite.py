@@ -226,6 +226,25 @@ def _permute_below_concat(node: Any, sole: Sole) -> Expr | None:
     return tra.Transform(below, rest)
 
 
+def _reduce_below_concat(node: Any, sole: Sole) -> Expr | None:
+    """An aggregation of a reduction of concatenated parts (xarray's groupby: a month's days
+    gathered from several blocks, concatenated, then summed) reduces each part where it is and
+    merges the parts' results in the aggregation, when that is how the reduction's results
+    merge (``Kernel.parts_merge``): the parts are not copied together, and on a cluster only
+    their reductions move."""
+    if not isinstance(node, tra.Aggregate) or not (node.kernel.associative and node.kernel.commutative):
+        return None
+    reduce = node.child
+    if not (isinstance(reduce, tra.Transform) and sole(reduce) and isinstance(reduce.child, tra.Concat)):
+        return None
+    concat = reduce.child
+    if not sole(concat) or reduce.kernel.parts_merge(concat.array_dim) != node.kernel:
+        return None
+    kd = concat.key_dim
+    group_by = tuple(d if d < kd else d + 1 for d in node.group_by)  # the parts' dims: kd is back
+    return tra.Aggregate(tra.Transform(concat.child, reduce.kernel), group_by, node.kernel)
+
+
 def _drop_identity_transform(node: Any, sole: Sole) -> Expr | None:
     if isinstance(node, tra.Transform) and node.kernel.identity_map:
         return node.child
@@ -247,6 +266,7 @@ RULES: tuple[Rule, ...] = tuple(
         (_fuse_transforms, tra.Transform),
         (_permute_below_concat, tra.Transform),
         (_drop_identity_transform, tra.Transform),
+        (_reduce_below_concat, tra.Aggregate),
     )
 )
 

@@ -161,6 +161,12 @@ class Kernel:
     def distributes(self, other: "Kernel") -> bool:
         return other.name in self.distributes_over
 
+    def parts_merge(self, axis: int) -> "Kernel | None":
+        """The kernel merging this one's results on the parts of a chunk cut along array axis
+        ``axis`` (``self(concat(a, b)) == merge(self(a), self(b))``, for any parts, empty ones
+        too), or None."""
+        return None
+
     def out_backend(self, *in_backends: str) -> str:
         """The backend name of the output chunks: the inputs' non-NumPy library, if any (NumPy
         operands such as parameter relations join it). Conversion kernels override this."""
@@ -490,6 +496,13 @@ class Reduce(Kernel):
         if b is backends.NUMPY:
             return out if self.dtype is None else np.asarray(out).astype(self.dtype, copy=False)
         return b.coerce(out, self.out_dtype(b.dtype_of(chunk)))
+
+    def parts_merge(self, axis: int) -> Kernel | None:
+        """Along a reduced axis kept (extent 1): the merge of the reductions with an identity
+        (a max of an empty part has none)."""
+        if axis not in self.axes or not self.keepdims:
+            return None
+        return {"sum": add, "nansum": add, "prod": mul, "nanprod": mul, "any": maximum, "all": minimum}.get(self.op)
 
     def out_axes(self, frontier: tuple, axes: Sequence[ChunkAxis]) -> tuple:
         if any(a >= len(axes) for a in self.axes):
