@@ -21,4 +21,4 @@ from .nodes import (
     tile,
     transform,
 )
-from .partitioning import ALL, Grid, SiteMap, part
+from .partitioning import ALL, Grid, SiteMap, part, part_all

@@ -84,6 +84,11 @@ def part(dims: Iterable[int], frontier: Sequence[int], home: tuple[int, int] | N
     return Grid(dims, tuple(frontier[d] for d in dims), home or (0, 1))
 
 
+def part_all(frontier: Sequence[int], home: tuple[int, int] | None = None) -> Grid:
+    """PART of every key dim, turned by ``home``: where a free input is made by default."""
+    return part(range(len(frontier)), frontier, home)
+
+
 @dataclass(frozen=True)
 class All:
     def sites(self, key: Key, frontier: Sequence[int], s: int) -> tuple[int, ...]:

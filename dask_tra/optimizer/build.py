@@ -8,7 +8,7 @@ object the costing tagged its ``Cand`` with picks the sub-plan), so its
 
 from __future__ import annotations
 
-from ..ia import Placed, SiteMap, part
+from ..ia import Placed, SiteMap, part_all
 from ..tra import expr as tra
 from ..tra.errors import TRAError
 from . import operators
@@ -27,8 +27,7 @@ def build(roots, s) -> list:
             if alt.placement is not None:
                 made[id(alt)] = Built(Placed(node, SiteMap(alt.placement), s))
             else:
-                default = part(range(node.type.key_arity), node.type.frontier, node.home)
-                made[id(alt)] = Built(Placed(node, default, s), free=True)
+                made[id(alt)] = Built(Placed(node, part_all(node.type.frontier, node.home), s), free=True)
             continue
         kids = [made[id(a)] for a in alt.inputs]
         made[id(alt)] = Built(_one(node, alt, kids, s))

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..ia.partitioning import part
+from ..ia.partitioning import part, part_all
 from .movers import Contraction, SymbolicAggregator, SymbolicMover, SymbolicSummer, grid_products, symbolic_bytes
 from .operators.base import STRATEGIES, OperatorKind, planning, run
 from .operators.registry import Align, Copart, EinDecomp, Local, Strategy
@@ -149,7 +149,7 @@ def aggregate_alone(agg, child, s, only: Strategy | None = None) -> dict:
 def per_tuple(node, child, s, only: Strategy | None = None) -> dict:
     f = child.type.frontier
     mv = Moves((child,), s)
-    base = mv.place(0, grid_layout(part(range(len(f)), f, child.home), f, s), "") if child.free else child.layout
+    base = mv.place(0, grid_layout(part_all(f, child.home), f, s), "") if child.free else child.layout
     flops = np.zeros(s)
     tasks = 0
     # no task of its own: emission fuses a map into its reader

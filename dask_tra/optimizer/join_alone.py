@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..ia import part
+from ..ia import part, part_all
 from .operators.base import SIDES, Mover, OperatorKind, Strategy, check_side
 
 
@@ -109,7 +109,7 @@ class Bcast(_Sided):
     def body(self, join, m: Mover) -> Any:
         b = SIDES.index(self.side)
         o = 1 - b  # the input partitioned, by all its key dims
-        return broadcast_to_partners(join, m, b, part(range(len(m.frontier(o))), m.frontier(o), m.home(o)), self)
+        return broadcast_to_partners(join, m, b, part_all(m.frontier(o), m.home(o)), self)
 
 
 @dataclass(frozen=True)

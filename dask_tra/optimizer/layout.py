@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part
+from ..ia import ALL, Broadcast, Placed, Shuffle, SiteMap, part, part_all
 from ..ia.nodes import IANode, LocalAggregate
 from ..ia.partitioning import Placement
 from ..tra.kernels import Kernel
@@ -71,7 +71,7 @@ def broadcast(alt: Built, partners: tuple | None = None) -> IANode:
     node = alt.node
     if alt.free:
         source = cast(Placed, node).input
-        node = Placed(source, part(range(node.type.key_arity), node.type.frontier, source.home), node.s)
+        node = Placed(source, part_all(node.type.frontier, source.home), node.s)
     if partners is None:
         return Broadcast(node)
     if node.s == 1:  # the one site holds every partner

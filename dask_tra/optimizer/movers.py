@@ -28,7 +28,7 @@ from typing import cast
 
 import numpy as np
 
-from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap, part
+from ..ia import LocalAggregate, LocalJoin, Placed, Shuffle, SiteMap, part, part_all
 from ..ia.nodes import IANode, expand
 from ..ia.partitioning import Grid
 from ..tra.expr import Join
@@ -290,7 +290,7 @@ class SymbolicAggregator:
             return self.v.layout
         f = self.v.type.frontier
         if "base" not in self.shared:
-            self.shared["base"] = grid_layout(part(range(len(f)), f, self.v.home), f, self.s)
+            self.shared["base"] = grid_layout(part_all(f, self.v.home), f, self.s)
         return self.mv.place(0, self.shared["base"], "")
 
     def _partial(self, x: np.ndarray) -> np.ndarray:
@@ -455,7 +455,7 @@ class IAAggregator:
     def held(self, i: int) -> IANode:
         if self.alt.free:
             t = self.alt.node.type
-            self.alt = Built(place(self.alt, part(range(t.key_arity), t.frontier, self.home(0))))  # now placed
+            self.alt = Built(place(self.alt, part_all(t.frontier, self.home(0))))  # now placed
         return self.alt.node
 
     def grouped(self, x: IANode) -> bool:

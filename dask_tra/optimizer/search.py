@@ -34,7 +34,7 @@ from functools import partial
 
 import numpy as np
 
-from ..ia.partitioning import part
+from ..ia.partitioning import part_all
 from ..tra import expr as tra
 from ..tra.dag import walk_many
 from ..tra.errors import TRAError
@@ -249,7 +249,7 @@ def input_alt(node, s, placements) -> Alt:
         "free",
         (),
         None,
-        held(grid_layout(part(range(len(f)), f, node.home), f, s), node.type),
+        held(grid_layout(part_all(f, node.home), f, s), node.type),
         free=True,
         flops=np.zeros(s),
         peak=np.zeros(s, np.int64),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from ..ia import LocalFilter, Placed, part
+from ..ia import LocalFilter, Placed, part_all
 from ..ia.nodes import local_map
 from ..tra import expr as tra
 from .layout import Built, place
@@ -71,7 +71,7 @@ def per_tuple(node, child: Built, only: Strategy | None = None) -> dict:
     base = child.node
     if child.free:
         t = base.type
-        base = place(child, part(range(t.key_arity), t.frontier, cast(Placed, base).input.home))
+        base = place(child, part_all(t.frontier, cast(Placed, base).input.home))
     if isinstance(node, tra.Filter):
         return {Local(): LocalFilter(base, node.predicate)}
     return {Local(): local_map(base, node)}

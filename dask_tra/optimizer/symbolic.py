@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ia.partitioning import Grid, part, site_table
+from ..ia.partitioning import Grid, part_all, site_table
 from ..tra.kernels import Einsum
 from ..tra.relation import RelationType
 
@@ -413,7 +413,7 @@ class Moves:
         v = self.views[i]
         if v.free:
             f = v.type.frontier
-            at = grid_sites(part(range(v.type.key_arity), f, v.home), f, self.s) if need is None else homes(need)
+            at = grid_sites(part_all(f, v.home), f, self.s) if need is None else homes(need)
             self._set(i, held(onehot(at, self.s), v.type))
         return self._get(i)
 
@@ -627,7 +627,7 @@ def finish(cand_moves, partial, out_type, s, products=True, home=None):
     if (counts <= 1).all():
         return partial, 0, 0, tasks, "local"
     f = out_type.frontier
-    home = grid_layout(part(range(len(f)), f, home), f, s)
+    home = grid_layout(part_all(f, home), f, s)
     moved = int(nb @ row_counts(partial & ~home))  # into each key's home: see ``partials_in``
     paper = int(key_elements(out_type) @ counts)
     # one final task per group made of several partials. It waits for partials from other
