@@ -509,3 +509,27 @@ def test_pieces_gathered_from_several_blocks_are_combined_where_the_first_one_is
     assert {k: [t for t, _ in cs] for k, cs in p.root.copies.items()} == {(0, 0): [2]}
     assert p.cost.bytes_moved == evaluate_cost(p.root).bytes_moved == 30 * 8  # row 5 alone
     np.testing.assert_array_equal(y.compute(scheduler="sync"), a[[250, 260, 5]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 4), st.data())
+def test_placed_operands_found_apart_from_their_layouts_have_no_align_moving_nothing(n, s, data):
+    """``candidates._apart`` (read from the layouts) says a key-for-key join of two placed
+    inputs has no align that moves nothing exactly when costing both aligns says so."""
+    from dask_tra.optimizer import candidates as C
+    from dask_tra.optimizer.operators.registry import Align
+    from dask_tra.optimizer.symbolic import View
+
+    t, _ = split(np.zeros((n, 2)), (1, 2))
+    e = Join(Input("A", t), Input("B", t), (0, 1), (0, 1), K.add)
+    views = []
+    for _ in range(2):
+        layout = np.zeros((n, s), bool)
+        layout[np.arange(n), data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n))] = True
+        present = layout | np.array(data.draw(st.lists(st.booleans(), min_size=n * s, max_size=n * s))).reshape(n, s)
+        views.append(View(t, layout, present, placed=True))
+    zero = any(
+        all(c.moved == 0 for c in C.join_alone(e, views[0], views[1], s, Align(side)).values())
+        for side in ("left", "right")
+    )
+    assert C._apart(e, views) == (not zero)

@@ -117,7 +117,7 @@ def co_located(join, views, s) -> dict | None:
         whole = join.left_keys == tuple(range(left.key_arity)) == join.right_keys
         alike = whole and join.left_keys and left.frontier == right.frontier and _own_join_strategies()
         return join_alone(join, views[0], views[1], s, Copart()) if alike else None
-    if not join.left_keys:
+    if not join.left_keys or _apart(join, views):
         return None
     for kept, side in ((0, "right"), (1, "left")):
         if views[kept].free:
@@ -126,6 +126,18 @@ def co_located(join, views, s) -> dict | None:
         if made and all(c.moved == 0 for c in made.values()):
             return made
     return None
+
+
+def _apart(join, views) -> bool:
+    """Whether two placed inputs joined key for key (an elementwise operation) each hold a tuple
+    where the other has no copy: then neither can stay put while the other moves nothing, which
+    is read from the layouts without costing the align strategies."""
+    left, right = views
+    if left.free or right.free or left.type.frontier != right.type.frontier:
+        return False
+    if not join.left_keys == tuple(range(left.type.key_arity)) == join.right_keys:
+        return False
+    return bool((left.layout & ~right.present).any() and (right.layout & ~left.present).any())
 
 
 def _own_join_strategies() -> bool:
