@@ -37,6 +37,12 @@ def first_site(node: IANode) -> tuple[int, int] | None:
     return (site, node.s) if site else None
 
 
+def start(alt: Built) -> tuple[int, int] | None:
+    """``Grid.home`` where grouping ``alt`` starts: a free input's own (``tra.Input.home``), a
+    placed relation's first tuple's site; ``symbolic.start`` of its view."""
+    return cast(Placed, alt.node).input.home if alt.free else first_site(alt.node)
+
+
 def signature(node: IANode) -> tuple:
     """Where every tuple is: two alternatives with equal signatures are interchangeable downstream."""
     return tuple(sorted(sites_of(node).items()))
@@ -139,6 +145,7 @@ __all__ = [
     "finish_aggregate",
     "signature",
     "first_site",
+    "start",
     "sites_of",
     "has_placement",
 ]

@@ -37,7 +37,7 @@ from .contraction import Bmm, TwoPhase
 from .cost import evaluate_cost
 from .join_alone import output_dims
 from .layout import Built, align, broadcast, finish_aggregate, partitioned_by, place
-from .layout import first_site as first_site_of
+from .layout import start as start_of
 from .operators.base import AggregateMover, ContractionMover, Mover, TwoPhaseMover
 from .symbolic import (
     Cand,
@@ -46,7 +46,6 @@ from .symbolic import (
     View,
     cell_flops,
     finish,
-    first_site,
     gather,
     grid_key_sites,
     grid_layout,
@@ -65,6 +64,7 @@ from .symbolic import (
     single,
     site_sum,
     sparse_products,
+    start,
     wsum,
 )
 from .twophase import TwoPhasePlan
@@ -277,7 +277,7 @@ class SymbolicAggregator:
         return tuple(self.v.type.frontier)
 
     def home(self, i: int) -> tuple[int, int] | None:
-        return self.v.home if self.v.free else first_site(self.v.layout)
+        return start(self.v)
 
     def partitioned(self, i: int, grid: Grid) -> np.ndarray:
         return grid_layout(grid, self.v.type.frontier, self.s)
@@ -433,7 +433,7 @@ class IAAggregator:
 
     def __init__(self, agg, alt: Built):
         self.agg, self.alt = agg, alt
-        self.source = cast(Placed, alt.node).input if alt.free else None  # a free input's ``tra.Input``
+        self.start = start_of(alt)  # read before ``held`` places a free input
 
     def free(self, i: int) -> bool:
         return self.alt.free
@@ -442,9 +442,7 @@ class IAAggregator:
         return tuple(self.alt.node.type.frontier)
 
     def home(self, i: int) -> tuple[int, int] | None:
-        if self.source is not None:  # a free input, placed or not: its own home
-            return self.source.home
-        return first_site_of(self.alt.node)
+        return self.start
 
     def partitioned(self, i: int, grid: Grid):
         return place(self.alt, grid)

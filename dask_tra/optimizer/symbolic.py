@@ -607,6 +607,12 @@ def first_site(layout) -> tuple[int, int] | None:
     return (site, layout.shape[1]) if site else None
 
 
+def start(v: View) -> tuple[int, int] | None:
+    """``Grid.home`` where grouping ``v`` starts: a free input's own, a placed relation's first
+    tuple's site (``layout.start``)."""
+    return v.home if v.free else first_site(v.layout)
+
+
 def placing_sites(layout) -> np.ndarray:
     """The (first) site of every row of a single-site layout (rows without a site: -1)."""
     has = layout.any(axis=1)

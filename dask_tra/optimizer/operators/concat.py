@@ -4,15 +4,13 @@ other key dims first."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 
-from ...ia import LocalAggregate, Placed, part
+from ...ia import LocalAggregate, part
 from ...tra.expr import Concat
-from ..layout import Built, first_site, partitioned_by, place
+from ..layout import Built, partitioned_by, place, start
 from ..symbolic import Cand, Detail, Moves, grid_layout, key_bytes, reduce_to, single
-from ..symbolic import first_site as symbolic_first_site
+from ..symbolic import start as symbolic_start
 from . import register
 from .registry import Local, Repartition
 
@@ -22,9 +20,7 @@ def plans(node: Concat, child: Built) -> dict:
     others = tuple(d for d in range(child.node.type.key_arity) if d != kd)
     if not child.free and partitioned_by(child.node, others):
         return {Local(): LocalAggregate(child.node, concat=(kd, node.array_dim))}
-    # where the first block is (a free input: where it starts), so each group is made there
-    home = cast(Placed, child.node).input.home if child.free else first_site(child.node)
-    moved = place(child, part(others, child.node.type.frontier, home))
+    moved = place(child, part(others, child.node.type.frontier, start(child)))  # made where it starts
     return {Repartition(): LocalAggregate(moved, concat=(kd, node.array_dim))}
 
 
@@ -42,7 +38,7 @@ def costs(node: Concat, child, s: int, only=None) -> dict:
             peak = mv.site_in + nb @ red
             return {Local(): Cand(red, 0, 0, peak, np.zeros(s), int(red.sum()), mv.present, Detail(), strategy=Local())}
     mv = Moves((child,), s)
-    home = child.home if child.free else symbolic_first_site(child.layout)
+    home = symbolic_start(child)
     mv.place(0, grid_layout(part(others, f, home), f, s), f"shuffle by PART{others}")
     out = grid_layout(part(range(len(outf)), outf, home), outf, s)
     return {
