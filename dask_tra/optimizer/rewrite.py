@@ -343,40 +343,53 @@ def same_work(old: Expr, new: Expr) -> Expr:
     return new
 
 
-def common_subexpressions(
-    exprs: tuple[Expr, ...], memo: dict | None = None, readers: Counter | None = None, merged: list | None = None
-) -> tuple[Expr, ...]:
-    """``exprs`` with nodes that compute the same thing from the same inputs merged into one: by
-    their content token where the array layer named them (``dag.TOKEN``: a digest of the node
-    and everything below it, what equal array names rest on), else by ``content`` and their
-    merged children. ``memo`` (id -> (node, content)) carries contents from one call to the next;
-    ``readers`` (id -> count) gets, for each node of the merged DAG, the operators reading it;
-    ``merged`` gets one item per node merged into another."""
-    seen: dict[Any, Expr] = {}
-    done: dict[int, Expr] = {}
-    counted: set[int] = set()
-    memo = {} if memo is None else memo
-    for node in walk_many(exprs):  # children first
-        kids = tuple(done[id(c)] for c in node.children)
+class Merger:
+    """Finds, for each node settled, an equal one settled before: by content token where the
+    array layer named them (``dag.TOKEN``: a digest of the node and everything below it, what
+    equal array names rest on), else by ``content`` among the nodes of its class over the same
+    (merged) children. A content is computed only when such a node is there to compare: most
+    nodes a rule makes have no twin. Valid while the nodes it was given are alive."""
+
+    def __init__(self) -> None:
+        self.by_token: dict[Any, Expr] = {}
+        self.by_kids: dict[tuple, list[Expr]] = {}
+        self.contents: dict[int, Any] = {}
+
+    def kept(self, node: Expr) -> Expr:
+        """The node settled before that equals ``node`` (over its children, already merged),
+        else ``node``, now settled."""
         token = node.__dict__.get(TOKEN)
         if token is not None:
-            key: Any = token
-        else:
-            hit = memo.get(id(node))
-            if hit is None or hit[0] is not node:
-                hit = memo[id(node)] = (node, content(node))
-            own = hit[1]
-            key = None if own is None else (own, tuple(id(k) for k in kids))
-        found = seen.get(key) if key is not None else None
-        if found is not None and merged is not None:
-            merged.append(node)
-        if found is None:
-            found = (
-                node if all(k is c for k, c in zip(kids, node.children)) else same_work(node, with_children(node, kids))
-            )
-            if key is not None:
-                seen[key] = found
-        done[id(node)] = found
+            return self.by_token.setdefault(token, node)
+        bucket = self.by_kids.setdefault((type(node), tuple(map(id, node.children))), [])
+        if bucket:
+            own = self._content(node)
+            if own is not None:
+                for other in bucket:
+                    if self._content(other) == own:
+                        return other
+        bucket.append(node)
+        return node
+
+    def _content(self, node: Expr) -> Any:
+        if id(node) not in self.contents:
+            self.contents[id(node)] = content(node)
+        return self.contents[id(node)]
+
+
+def common_subexpressions(
+    exprs: tuple[Expr, ...], readers: Counter | None = None
+) -> tuple[Expr, ...]:
+    """``exprs`` with nodes that compute the same thing from the same inputs merged into one
+    (``Merger``); ``readers`` (id -> count) gets, for each node of the merged DAG, the operators
+    reading it."""
+    done: dict[int, Expr] = {}
+    counted: set[int] = set()
+    merger = Merger()
+    for node in walk_many(exprs):  # children first
+        kids = tuple(done[id(c)] for c in node.children)
+        same = all(k is c for k, c in zip(kids, node.children))
+        found = done[id(node)] = merger.kept(node if same else same_work(node, with_children(node, kids)))
         if readers is not None and id(found) not in counted:
             counted.add(id(found))
             readers.update(id(c) for c in found.children)
@@ -454,10 +467,11 @@ def _box_cut(node: Expr, filters: list) -> Expr:
 
 def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...], merged: list) -> tuple[Expr, ...]:
     """One pass of ``rules`` over the merged DAG; ``merged`` gets the nodes that the rewrites
-    made equal (the next pass may move more through them)."""
-    memo: dict = {}
+    made equal (the next pass may move more through them). A node is merged with an equal one
+    as it is settled (``Merger``), so what reads it is built over the one kept."""
     readers: Counter = Counter()  # id -> operators (and roots) reading it
-    exprs = common_subexpressions(tuple(exprs), memo, readers)
+    exprs = common_subexpressions(tuple(exprs), readers)
+    merger = Merger()  # the nodes settled by this pass (a rewrite keeps the token of the node it replaced)
     readers.update(id(e) for e in exprs)
     made: list[Expr] = []  # every node built here, alive so that no id is reused
     done: dict[int, Expr] = {}  # id -> the node simplified (a simplified node maps to itself)
@@ -512,13 +526,16 @@ def _simplify_once(exprs: tuple[Expr, ...], rules: tuple[Rule, ...], merged: lis
             readers[id(cur)] = readers[id(node)]
         rewrite = _first_rewrite(cur, rules, sole)
         if rewrite is None:
-            done[id(node)] = done[id(cur)] = cur
+            kept = merger.kept(cur)
+            if kept is not cur:  # made equal to a node settled before: its readers read that one
+                merged.append(cur)
+                readers[id(kept)] += readers[id(cur)]
+            done[id(node)] = done[id(cur)] = kept
             stack.pop()
         else:
             replaced(cur, same_work(cur, rewrite))
             redirect[id(node)] = rewrite
-    out = tuple(done[id(e)] for e in exprs)
-    return common_subexpressions(out, memo, merged=merged) if redirect else out  # rewrites can make equal nodes
+    return tuple(done[id(e)] for e in exprs)
 
 
 _ON: dict[tuple[int, type], tuple] = {}  # (id(rules), class) -> (rules, the rules for that class)

@@ -52,12 +52,22 @@ def frozen(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, dict):
-        return ("dict", tuple(sorted(((frozen(k), frozen(v)) for k, v in value.items()), key=repr)))
+        items = [(frozen(k), frozen(v)) for k, v in value.items()]
+        try:
+            return ("dict", frozenset(items))
+        except TypeError:  # an unhashable value (a slice): compared in a canonical order
+            return ("dict", tuple(sorted(items, key=repr)))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(frozen(v) for v in value))
     if isinstance(value, (set, frozenset)):
         return ("set", frozenset(frozen(v) for v in value))
     return value
+
+
+def same_fields(a: dict, b: dict) -> bool:
+    """Whether two objects' fields (``vars``) are equal as ``frozen`` values, the fields they
+    share by identity (functions, nested kernels) not frozen."""
+    return a.keys() == b.keys() and all(x is b[k] or frozen(x) == frozen(b[k]) for k, x in a.items())
 
 
 class Bound:
@@ -73,7 +83,9 @@ class Bound:
         return self.fn(*self.params, *args)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Bound) and self.fn == other.fn and frozen(self.params) == frozen(other.params)
+        return self is other or (
+            isinstance(other, Bound) and self.fn == other.fn and frozen(self.params) == frozen(other.params)
+        )
 
     def __hash__(self) -> int:
         return hash((self.fn, frozen(self.params)))
@@ -173,7 +185,7 @@ class Kernel:
         return next((b for b in in_backends if b != "numpy"), "numpy")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and frozen(vars(self)) == frozen(vars(other))
+        return self is other or type(other) is type(self) and same_fields(vars(self), vars(other))
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, frozen(vars(self))))
@@ -669,7 +681,7 @@ class Reduction:
         return self.lead == 0 and not self.keep
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Reduction) and frozen(vars(self)) == frozen(vars(other))
+        return self is other or isinstance(other, Reduction) and same_fields(vars(self), vars(other))
 
     def __hash__(self) -> int:
         return hash(frozen(vars(self)))
