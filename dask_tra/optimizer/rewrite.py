@@ -166,7 +166,7 @@ def _filter_through_aggregate(node: Any, sole: Sole) -> Expr | None:
 
 def _merge_rekeys(node: Any, sole: Sole) -> Expr | None:
     if isinstance(node, tra.ReKey) and isinstance(node.child, tra.ReKey):
-        return tra.ReKey(node.child.child, KeyMap.compose(node.key_fn, node.child.key_fn))
+        return tra.ReKey.composed(node, node.child)
     return None
 
 

@@ -376,6 +376,20 @@ class ReKey(TupleMap):
         axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
 
+    @classmethod
+    def composed(cls, outer: ReKey, inner: ReKey) -> ReKey:
+        """``ReKey(inner.child, outer.key_fn ∘ inner.key_fn)``, typed as ``outer`` is: where both
+        key tables are made already, the new one is read off them, no key mapped again (two
+        rechunks' relabellings of every tile)."""
+        made = outer.__dict__.get("sources"), inner.__dict__.get("sources")
+        key_fn = KeyMap.compose(outer.key_fn, inner.key_fn)
+        if made[0] is None or made[1] is None:
+            return cls(inner.child, key_fn)
+        new = object.__new__(cls)
+        new.children, new.child, new.key_fn, new.type = (inner.child,), inner.child, key_fn, outer.type
+        new.sources = {nk: made[1][k] for nk, k in made[0].items()}
+        return new
+
     @functools.cached_property
     def sources(self) -> dict:
         """output key -> input key (a transpose's, made when first asked)."""
