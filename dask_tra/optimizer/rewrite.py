@@ -377,9 +377,7 @@ class Merger:
         return self.contents[id(node)]
 
 
-def common_subexpressions(
-    exprs: tuple[Expr, ...], readers: Counter | None = None
-) -> tuple[Expr, ...]:
+def common_subexpressions(exprs: tuple[Expr, ...], readers: Counter | None = None) -> tuple[Expr, ...]:
     """``exprs`` with nodes that compute the same thing from the same inputs merged into one
     (``Merger``); ``readers`` (id -> count) gets, for each node of the merged DAG, the operators
     reading it."""
