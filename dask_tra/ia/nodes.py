@@ -304,7 +304,9 @@ class LocalAggregate(IANode):
                 g = tuple(k[d] for d in self.group_by)
                 for t, origin in cs:
                     groups[(g, t)].append((k, origin))
-            self._members = {gt: sorted(members, key=repr) for gt, members in groups.items()}
+            # in key order (a tuple held twice on a site: its copies' order); keys are appended
+            # in the child's key order, so this is a pass that finds them sorted
+            self._members = {gt: sorted(members, key=_key_of) for gt, members in groups.items()}
         return self._members
 
     def _compute_copies(self) -> dict[Any, Any]:
@@ -316,6 +318,10 @@ class LocalAggregate(IANode):
 
     def describe(self) -> str:
         return f"LocalAggregate({self.op.describe()})"
+
+
+def _key_of(member: tuple[Key, Any]) -> Key:
+    return member[0]
 
 
 class LocalFilter(IANode):
