@@ -94,7 +94,7 @@ class Expr(Operands):
 
     def _dense_input(self, child: Expr, skippable: bool = False) -> None:
         """Refuse an input with holes, unless a missing (all-zero) block may be ``skippable``."""
-        if not skippable:
+        if not skippable and child.type.keys is not None:  # named only when it has holes
             child.type.require_continuity(self.describe(), child.describe())
 
 
@@ -155,7 +155,19 @@ class Input(Expr):
         return f"Input[{self.name}]"
 
 
-def _keys_tuple(keys: Iterable[int], arity: int, who: str) -> tuple[int, ...]:
+class _Named:
+    """An operator's name for an error message, formatted only when one is raised."""
+
+    __slots__ = ("form", "parts")
+
+    def __init__(self, form: str, *parts: Any) -> None:
+        self.form, self.parts = form, parts
+
+    def __str__(self) -> str:
+        return self.form.format(*self.parts)
+
+
+def _keys_tuple(keys: Iterable[int], arity: int, who: Any) -> tuple[int, ...]:
     keys = tuple(int(k) for k in keys)
     for k in keys:
         if not 0 <= k < arity:
@@ -165,7 +177,7 @@ def _keys_tuple(keys: Iterable[int], arity: int, who: str) -> tuple[int, ...]:
     return keys
 
 
-def _check_kernel(kernel: object, arity: int, who: str) -> None:
+def _check_kernel(kernel: object, arity: int, who: Any) -> None:
     if not isinstance(kernel, Kernel):
         raise TRAError(f"{who}: expected a Kernel, got {type(kernel).__name__}")
     if kernel.arity != arity:
@@ -227,7 +239,8 @@ class Join(Expr):
     def __init__(self, left: Expr, right: Expr, left_keys: Iterable[int], right_keys: Iterable[int], kernel: Kernel):
         self.children = (left, right)
         self.left, self.right, self.kernel = left, right, kernel
-        who = f"Join({list(left_keys)},{list(right_keys)},{getattr(kernel, 'name', kernel)})"
+        left_keys, right_keys = tuple(left_keys), tuple(right_keys)
+        who = _Named("Join({},{},{})", list(left_keys), list(right_keys), getattr(kernel, "name", kernel))
         self.left_keys = _keys_tuple(left_keys, left.type.key_arity, who)
         self.right_keys = _keys_tuple(right_keys, right.type.key_arity, who)
         if len(self.left_keys) != len(self.right_keys):
@@ -302,7 +315,8 @@ class Aggregate(Expr):
     def __init__(self, child: Expr, group_by: Iterable[int], kernel: Kernel):
         self.children = (child,)
         self.child, self.kernel = child, kernel
-        who = f"Aggregate({list(group_by)},{getattr(kernel, 'name', kernel)})"
+        group_by = tuple(group_by)
+        who = _Named("Aggregate({},{})", list(group_by), getattr(kernel, "name", kernel))
         self.group_by = _keys_tuple(group_by, child.type.key_arity, who)
         _check_kernel(kernel, 2, who)
         self._dense_input(child, kernel.zero_identity)
@@ -373,7 +387,10 @@ class ReKey(TupleMap):
         arity = arities.pop() if arities else t.key_arity
         frontier = tuple(1 + max(k[d] for k in grid) for d in range(arity)) if grid else (0,) * arity
         dense = len(mapped) == math.prod(frontier)
-        axes = tuple(infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) for ax in t.axes)
+        axes = tuple(
+            infer_axis({nk: ax.size_at(k) for nk, k in grid.items()}, frontier) if ax.key_dims else ax  # constant: kept
+            for ax in t.axes
+        )
         self.type = RelationType(frontier, axes, t.dtype, t.backend, None if dense else frozenset(mapped))
 
     @classmethod
@@ -592,8 +609,7 @@ class Transform(TupleMap):
     def __init__(self, child: Expr, kernel: Kernel):
         self.children = (child,)
         self.child, self.kernel = child, kernel
-        who = f"Transform({getattr(kernel, 'name', kernel)})"
-        _check_kernel(kernel, 1, who)
+        _check_kernel(kernel, 1, _Named("Transform({})", getattr(kernel, "name", kernel)))
         t = child.type
         try:
             axes = tuple(kernel.out_axes(t.frontier, t.axes))
