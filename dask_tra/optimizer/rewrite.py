@@ -402,10 +402,10 @@ ROUNDS = 3  # passes at most: a pass that cuts shared results, or makes nodes eq
 
 def simplify(exprs: Iterable[Expr], rules: tuple[Rule, ...] = RULES) -> tuple[Expr, ...]:
     """The expressions rewritten by ``rules`` until none fires, with common sub-expressions
-    merged before and as the rewritten nodes settle; then, where every reader of a shared result filters it, the
-    result is cut to the box of blocks they keep (``_cut_shared``) and the pass runs again, as
-    it does when the rewrites made nodes equal (two slices of ``x`` reached by two paths). Each
-    result has its expression's exact type."""
+    merged before and as the rewritten nodes settle; then, where every reader of a shared
+    result filters it, the result is cut to the box of blocks they keep (``_cut_shared``) and
+    the pass runs again, as it does when the rewrites made nodes equal (two slices of ``x``
+    reached by two paths). Each result has its expression's exact type."""
     exprs = tuple(exprs)
     try:
         for _ in range(ROUNDS):
