@@ -22,3 +22,15 @@ def test_local_aggregate_members_need_no_copies_first():
     assert {gt: [k for k, _ in m] for gt, m in again.members.items()} == {
         gt: [k for k, _ in m] for gt, m in members.items()}
     assert sorted(t for t, _ in agg.copies[(1,)]) == [1, 2]
+
+
+def test_local_aggregate_members_are_in_key_order_past_ten_blocks():
+    """The members a local fold reads, in key order (10 after 9: a fold's order is its sum's
+    rounding), on each site, whatever order the copies come in."""
+    t = RelationType.from_chunks(((1,) * 12, (2, 2)), "float64")
+    where = {(i, j): ((i * 7 + j) % 2,) for i in range(12) for j in range(2)}
+    agg = LocalAggregate(Placed(Input("A", t), SiteMap(where), 2), [1], K.add)
+    for (g, site), members in agg.members.items():
+        keys = [k for k, _ in members]
+        assert keys == sorted(keys)
+        assert keys == [k for k in sorted(where) if k[1] == g[0] and where[k] == (site,)]

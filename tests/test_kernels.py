@@ -2,6 +2,8 @@
 import cloudpickle
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dask_tra.tra import kernels as K
 
@@ -85,3 +87,30 @@ def test_kernels_compare_by_what_they_compute_not_by_their_name():
     assert K.Einsum("ij,jk->ik", combine=fake) != K.Einsum("ij,jk->ik", combine=K.add)
     assert K.Einsum("ij,jk->ik", combine=K.add) == K.Einsum("ij,jk->ik", combine=K.add)
     assert cloudpickle.loads(cloudpickle.dumps(K.add)) == K.add
+
+
+class _Fields(K.Kernel):
+    """A kernel whose one parameter is a dict: compared as a value, whatever its order."""
+
+    def __init__(self, table):
+        self.table = table
+
+
+_FIELD_VALUES = st.one_of(st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=False, width=32),
+                          st.tuples(st.integers(0, 3)), st.builds(slice, st.integers(0, 3), st.integers(0, 3)),
+                          st.builds(lambda v: np.arange(v), st.integers(0, 3)))
+
+
+@given(st.dictionaries(st.sampled_from("abcde"), _FIELD_VALUES, min_size=1), st.randoms(use_true_random=False))
+def test_kernels_with_equal_fields_are_equal_whatever_the_fields_order(table, r):
+    items = list(table.items())
+    r.shuffle(items)
+    same, other = _Fields(table), _Fields(dict(items))
+    assert same == other and other == same
+    if all(not isinstance(v, slice) for v in table.values()):  # a slice is unhashable: so is its kernel
+        assert hash(same) == hash(other)
+    key = r.choice(sorted(table))
+    changed = dict(table)
+    changed[key] = "another value"
+    assert _Fields(changed) != same and same != _Fields(changed)
+    assert _Fields({**table, "f": 0}) != same
