@@ -576,3 +576,31 @@ def test_a_transpose_after_a_rechunk_reaches_its_reader_in_c_order():
     flags = x.map_blocks(lambda b: np.full((1, 1, 1), b.flags.c_contiguous), chunks=(1, 1, 1), dtype=bool)
     assert flags.compute().all()
     np.testing.assert_array_equal(x.compute(), a.transpose(1, 2, 0))
+
+
+class _Scale(K.Kernel):
+    """``chunk * by``: its result's dtype follows ``by``'s type (1, 1.0 and True differ)."""
+
+    name = "scale"
+
+    def __init__(self, by):
+        self.by = by
+
+    def __call__(self, chunk):
+        return chunk * self.by
+
+    def out_axes(self, frontier, axes):
+        return tuple(axes)
+
+    def out_dtype(self, dtype):
+        return (np.zeros(1, dtype) * self.by).dtype
+
+
+def test_common_subexpressions_keep_parameters_of_other_types_apart():
+    """1, 1.0 and True are equal in Python, and hash alike; as parameters they make other dtypes
+    (int8 * 1.0 is float64): nodes differing only so are not one node."""
+    x = da.from_array(np.arange(8, dtype=np.int8).reshape(2, 4), chunks=2)
+    nodes = tuple(Transform(x.expr, _Scale(by)) for by in (1, 1.0, True, np.float32(1), 1))
+    merged = common_subexpressions(nodes)
+    assert len({id(m) for m in merged[:4]}) == 4 and merged[4] is merged[0]
+    assert [m.type.dtype for m in merged] == [np.int8, np.float64, np.int8, np.float32, np.int8]

@@ -283,7 +283,9 @@ BIG = 64  # items of a collection compared one by one; larger ones: see ``_big``
 
 def _value(v: Any) -> Any:
     """A hashable stand-in equal exactly when the values are: kernels by their type and every
-    field (a function by identity: two kernels named alike with other functions differ)."""
+    field (a function by identity: two kernels named alike with other functions differ), a
+    scalar with its type (1, 1.0 and True are equal in Python, not as parameters: int8 * 1.0 is
+    float64)."""
     if type(v) in _ATOMS:  # most fields: checked first
         return v
     if isinstance(v, (Kernel, Bound, KeyMap, KeyPred)):
@@ -305,9 +307,9 @@ def _value(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return ("ndarray", v.dtype.str, v.shape, v.tobytes())
     if isinstance(v, float) and v != v:
-        return ("nan",)
+        return ("nan", type(v))
     hash(v)
-    return v
+    return (type(v), v)
 
 
 def _big(v: Any) -> Any:
@@ -319,7 +321,7 @@ def _big(v: Any) -> Any:
     return (type(v).__name__, frozenset(v) if isinstance(v, (set, frozenset)) else tuple(v))
 
 
-_ATOMS = frozenset({int, str, bool, type(None)})  # returned as they are
+_ATOMS = frozenset({int, str, type(None)})  # returned as they are (a bool is not: True == 1)
 _PLAIN = _ATOMS | {tuple}  # what a large collection may hold to be compared by content
 
 
