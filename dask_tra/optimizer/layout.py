@@ -32,8 +32,6 @@ def sites_of(node: IANode) -> dict:
 def first_site(node: IANode) -> tuple[int, int] | None:
     """``Grid.home`` starting a grid on the lowest site of ``node``'s first tuple (None: site 0,
     or no tuple); ``symbolic.first_site`` of its layout."""
-    if node.s == 1:
-        return None
     first = min(node.copies, default=None)
     site = min(t for t, _ in node.copies[first]) if first is not None else 0
     return (site, node.s) if site else None
