@@ -497,6 +497,41 @@ def test_one_plan_operators_sum_their_totals_only_when_read(monkeypatch, s):
     assert root.bytes == 0 and root.tasks == totals(root.node, root.cand, root.inputs, S.Rates())["tasks"]
 
 
+@pytest.mark.parametrize("s", [2, 4])
+@pytest.mark.parametrize("threads", [0, 2])
+def test_costing_leaves_every_candidate_as_it_was_made(monkeypatch, s, threads):
+    """Candidates are shared (an operator repeated over equally laid out inputs, the final
+    costing, the plan cache), so summing a sub-plan's totals or its working set never writes
+    into one: every candidate's peak, flops and layout end as they were made. (Summing an
+    aggregation's totals once maxed its inputs' peaks into its candidate's own.)"""
+    import dask_tra as dt
+    from dask_tra.optimizer import cache, plan_many
+    from dask_tra.optimizer.cost import Rates
+
+    S = importlib.import_module("dask_tra.optimizer.search")
+    made = []
+    finished = S.finished
+
+    def recording(node, cands, views):
+        out = finished(node, cands, views)
+        made.extend((c, c.peak.copy(), np.array(c.flops, copy=True), c.layout.copy()) for c in out.values())
+        return out
+
+    monkeypatch.setattr(S, "finished", recording)
+    rng = np.random.default_rng(6)
+    a = dt.from_array(rng.standard_normal((120, 90)), chunks=(30, 45))
+    groups = dt.concatenate([a[i : i + 30].sum(0, keepdims=True) for i in range(0, 120, 30)], axis=0)
+    for z in (groups, (a.sum(0) + a.mean(1)[:90]).sum(), _gd_loop(4), ((a - a.mean(0)) / a.std(0)).sum(1)):
+        cache.clear()
+        plan = plan_many(z.roots, s, rates=Rates(threads=threads))
+        assert plan.cost.tasks > 0
+    assert made
+    for c, peak, flops, layout in made:
+        np.testing.assert_array_equal(c.peak, peak)
+        np.testing.assert_array_equal(c.flops, flops)
+        np.testing.assert_array_equal(c.layout, layout)
+
+
 def test_pieces_gathered_from_several_blocks_are_combined_where_the_first_one_is():
     """A take gathering rows of blocks 2 and 0 concatenates its pieces on the first piece's site
     (block 2's): one row moves, not two (each one-group concatenation went to site 0)."""

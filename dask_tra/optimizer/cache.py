@@ -89,8 +89,12 @@ def _filter(node) -> str:
 
 
 def own_token(node) -> bytes:
-    """What planning reads of one node, besides its children: operator, parameters, type."""
-    return STRUCTURE(node)(node).encode() + b"#" + type_token(node.type)
+    """What planning reads of one node, besides its children: operator, parameters, type. Kept
+    on the node (it depends on nothing below it; ``Expr.over`` copies it with the type)."""
+    token = node.__dict__.get("_own_token")
+    if token is None:
+        token = node.__dict__["_own_token"] = STRUCTURE(node)(node).encode() + b"#" + type_token(node.type)
+    return token
 
 
 def structure(exprs) -> tuple:

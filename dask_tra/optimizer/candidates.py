@@ -175,7 +175,17 @@ def per_tuple(node, child, s, only: Strategy | None = None) -> dict:
 
 def relabel_rows(node, in_frontier) -> np.ndarray:
     """For a tuple map: per row of the output's layout, the row of the input's its key is made
-    from (its source), -1 for a key the output does not hold."""
+    from (its source), -1 for a key the output does not hold. Kept on the node (read-only): the
+    search and the final costing both ask."""
+    kept = node.__dict__.get("_relabel_rows")
+    if kept is None or kept[0] != tuple(in_frontier):
+        rows = _relabel_rows(node, in_frontier)
+        rows.setflags(write=False)
+        kept = node.__dict__["_relabel_rows"] = (tuple(in_frontier), rows)
+    return kept[1]
+
+
+def _relabel_rows(node, in_frontier) -> np.ndarray:
     out_type = node.type
     rows = np.full(math.prod(out_type.frontier), -1, np.int64)
     keys = list(out_type.iter_keys())

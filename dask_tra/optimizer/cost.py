@@ -98,13 +98,18 @@ class Rates:
         return out
 
 
+SMALL = 64  # per-site arrays up to this many sites are reduced in Python (``_peak``)
+
+
 def _peak(values, default) -> float:
     """The largest of per-site ``values`` (an array, a sequence or a number); ``default`` when
     they are not given (None) or empty."""
     if values is None:
         return float(default)
     if isinstance(values, np.ndarray):
-        return float(values.max()) if values.size else float(default)
+        if values.ndim == 1 and values.size <= SMALL:  # asked per candidate: a NumPy call costs more
+            return float(max(values.tolist(), default=default))
+        return float(values.max())
     if isinstance(values, (int, float, np.number)):
         return float(values)
     return float(max(values)) if len(values) else float(default)

@@ -64,13 +64,26 @@ def task_bytes(node: Any) -> int:
 
 def working_set(node: Any, cand: Any, inputs: Sequence[Any], rates: Rates, s: int) -> np.ndarray:
     """Per site, the bytes held at once while ``node`` runs by ``cand`` over ``inputs`` (the
-    alternatives of its operands; for a contraction: its join's two)."""
-    resident = np.asarray(cand.peak, np.int64)
+    alternatives of its operands; for a contraction: its join's two). Read-only: kept with the
+    candidate (the search and the final costing both ask; a candidate is read-only once made,
+    and what else it depends on is in the key)."""
     threads = int(rates.threads)
+    operands = sum(task_bytes(i.node) for i in inputs)
+    kept = cand.__dict__.setdefault("_working_sets", {})
+    key = (threads, operands, s)
+    out = kept.get(key)
+    if out is None:
+        out = kept[key] = _working_set(node, cand, operands, threads, s)
+        out.setflags(write=False)
+    return out
+
+
+def _working_set(node: Any, cand: Any, operands: int, threads: int, s: int) -> np.ndarray:
+    resident = np.array(cand.peak, np.int64)  # a copy: the candidate's own is never handed out
     contraction = is_contraction(node)
     if threads <= 0 or not (contraction or isinstance(node, (tra.TupleMap, tra.Join))):
         return resident
-    operands, out = sum(task_bytes(i.node) for i in inputs), largest_block(node.type)
+    out = largest_block(node.type)
     task = operands + out
     held = np.full(s, cand.moved / s) if cand.site_moved is None else np.asarray(cand.site_moved, np.float64)
     if contraction:  # a task folds a bounded group's products as it makes them (``fold_pairs``)

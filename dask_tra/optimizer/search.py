@@ -130,8 +130,12 @@ class Alt:
 
     @property
     def signature(self) -> builtins.bytes:  # builtins: the field ``bytes`` shadows the type here
-        """Where every tuple is, by value: alternatives with equal signatures are interchangeable."""
-        return layout_signature(self.layout)
+        """Where every tuple is, by value: alternatives with equal signatures are interchangeable.
+        Made once (``Alt.over`` copies it with the layout)."""
+        sig = self.__dict__.get("_signature")
+        if sig is None:
+            sig = self.__dict__["_signature"] = layout_signature(self.layout)
+        return sig
 
 
 class _Settled:
@@ -512,7 +516,7 @@ def combine(node, name, cand, combo, rates) -> Alt:
 def totals(node, cand, combo, rates) -> dict:
     """The sub-plan totals of ``cand`` over ``combo`` (``Alt``'s fields of those names)."""
     flops = np.array(cand.flops, np.float64)
-    peak = working_set(node, cand, combo, rates, len(flops))
+    peak = working_set(node, cand, combo, rates, len(flops)).copy()  # read-only: kept with ``cand``
     site_moved, site_sent = flows(cand, len(flops))
     nbytes, tasks = cand.moved, cand.tasks
     for a in combo:
