@@ -27,9 +27,10 @@ that alternates every repeat (``cli.round_order``) so drift hits all alike; *gra
 to turn the step's collections into the graph the scheduler gets (``collections_to_expr(...,
 optimize_graph=True).optimize().__dask_graph__()``, materialized): for dask_tra that is planning
 + emission (plan cache cleared), for the others graph construction + optimization; it is measured
-in separate runs (median of 3, 1 with ``--quick``; a loop's steps summed, once), so it is *part of* wall, not added
-to it; *tasks*, that graph's tasks after culling to the outputs (what the schedulers run), less
-keys that are data (persisted blocks' futures, in-memory chunks), with the emitted graph's size
+in a run of its own just before each timed run, so graph times and walls share the machine's
+slow and fast phases (median over the repeats; 1 with ``--quick``; a loop's steps summed, once,
+before its first timed run); it is *part of* wall, not added to it; *tasks*, that graph's tasks
+after culling to the outputs (what the schedulers run), less keys that are data (persisted blocks' futures, in-memory chunks), with the emitted graph's size
 where culling drops some of it (``2 (of 200)``); in a loop, summed over its steps.
 
 BLAS runs one thread per process (as dask's worker processes do, ``distributed.nanny.
@@ -419,8 +420,13 @@ def round_order(names, i):
     return balanced(list(names), i)
 
 
-def run_step(wl, step, libs, ctx, repeats, scheduler, log=print, probes=3):
-    """One row: {workload, step, scheduler, per library: wall (median), times, graph_s, tasks, check}."""
+def run_step(wl, step, libs, ctx, repeats, scheduler, log=print, probes=None):
+    """One row: {workload, step, scheduler, per library: wall (median), times, graph_s, tasks, check}.
+
+    ``probes`` graph measurements per library (None: one per repeat; a loop's, one), each taken
+    just before one of its timed runs: this machine's speed drifts in phases of seconds (the
+    same graph takes 8 ms, then 14 ms), so a graph time and the walls it is compared with are
+    measured in the same phases."""
     row = dict(workload=wl.name, step=step.name, scheduler=scheduler, libraries={})
     ref = None
     results = {}
@@ -438,22 +444,28 @@ def run_step(wl, step, libs, ctx, repeats, scheduler, log=print, probes=3):
         entry["check"] = "reference" if name == REFERENCE else ("no reference" if ref is None else check(got, ref))
         if entry["check"].startswith("DIFFERS"):
             log(f"[everyday]   {name}: RESULT {entry['check']}")
-        try:
-            g = [probe_once(step, name, libs[name], ctx) for _ in range(1 if step.loop else probes)]
-            entry["graph_s"] = statistics.median(t for t, _, _ in g)
-            entry["tasks"], entry["tasks_emitted"] = g[0][1], g[0][2]
-        except Exception as e:
-            entry["graph_error"] = f"{type(e).__name__}: {e}"[:200]
     ok = [n for n in results]
-    times = {n: [] for n in ok}
+    times: dict[str, list] = {n: [] for n in ok}
+    graphs: dict[str, list] = {n: [] for n in ok}
+    want = 1 if step.loop else (repeats if probes is None else probes)
     for i in range(repeats):
         for name in round_order(ok, i):
+            entry = row["libraries"][name]
+            if len(graphs[name]) < want and "graph_error" not in entry:
+                try:
+                    graphs[name].append(probe_once(step, name, libs[name], ctx))
+                except Exception as e:
+                    entry["graph_error"] = f"{type(e).__name__}: {e}"[:200]
             t, _ = run_once(step, name, libs[name], ctx)
             times[name].append(t)
     for name in ok:
         e = row["libraries"][name]
         e["times"] = times[name]
         e["wall_s"] = statistics.median(times[name]) if times[name] else None
+        g = graphs[name]
+        if g and "graph_error" not in e:
+            e["graph_s"] = statistics.median(t for t, _, _ in g)
+            e["tasks"], e["tasks_emitted"] = g[0][1], g[0][2]
     return row
 
 
@@ -483,7 +495,7 @@ def scheduler(kind, workers=4, processes=False):
 # ----------------------------------------------------------------------------------- running
 
 def run_suite(sizes: Sizes, repeats=5, schedulers=("threads", "cluster"), only=None, libraries=LIBRARIES,
-              workers=4, processes=False, warm_plans=False, probes=3, log=print, on_row=None) -> dict:
+              workers=4, processes=False, warm_plans=False, probes=None, log=print, on_row=None) -> dict:
     """Every workload on every scheduler: {'rows': [...], 'meta': {...}}. ``on_row(result)`` gets
     the result so far after each row (``meta.partial`` set): ``main`` saves it, so a run stopped
     late keeps what it measured."""
@@ -801,7 +813,7 @@ def main(argv=None) -> int:
         print(f"[everyday] load average before: {load()}")
         command = ("python -m benchmarks everyday " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
         result = run_suite(sizes_from(args), repeats, scheds, args.only, args.libraries.split(","), args.workers,
-                           args.processes, args.warm_plans, probes=1 if args.quick else 3,
+                           args.processes, args.warm_plans, probes=1 if args.quick else None,
                            on_row=partial(save, path=args.json, command=command) if args.json else None)
         result["meta"]["command"] = command
     print("\n" + text_table(result))

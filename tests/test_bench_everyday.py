@@ -79,3 +79,23 @@ def test_a_wrong_result_is_caught():
     assert everyday.check(want * (1 + 1e-6), want) == "ok"
     assert everyday.check(want + 0.01, want).startswith("DIFFERS")
     assert everyday.check(want[:2], want).startswith("DIFFERS")
+
+
+@pytest.mark.parametrize("loop", [False, True])
+def test_each_graph_probe_is_taken_just_before_a_timed_run(monkeypatch, loop):
+    """The machine's speed drifts in phases of seconds, so each library's graph time is measured
+    right before one of its timed runs (one per repeat; a loop's once, before its first): the
+    graph times and the walls they are compared with share the same phases."""
+    calls = []
+    monkeypatch.setattr(everyday, "run_once", lambda step, name, lib, ctx: calls.append(("run", name)) or (1.0, 0))
+    monkeypatch.setattr(everyday, "probe_once", lambda step, name, lib, ctx: calls.append(("probe", name)) or (0.5, 2, 3))
+    libs = {"dask.array": None, "dask_tra": None}
+    workload = everyday.Workload("w", "a workload", lambda s: [])
+    row = everyday.run_step(workload, everyday.Step("s", None, loop=loop), libs, {}, 3, "threads", log=print)
+    assert calls[:2] == [("run", "dask.array"), ("run", "dask_tra")]  # the checked warm-up runs
+    probes = 1 if loop else 3
+    for name in libs:
+        mine = [what for what, n in calls[2:] if n == name]
+        assert mine == ["probe", "run"] * probes + ["run"] * (3 - probes)
+        e = row["libraries"][name]
+        assert (e["graph_s"], e["tasks"], e["tasks_emitted"], len(e["times"])) == (0.5, 2, 3, 3)
