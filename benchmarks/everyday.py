@@ -30,8 +30,9 @@ optimize_graph=True).optimize().__dask_graph__()``, materialized): for dask_tra 
 in a run of its own just before each timed run, so graph times and walls share the machine's
 slow and fast phases (median over the repeats; 1 with ``--quick``; a loop's steps summed, once,
 before its first timed run); it is *part of* wall, not added to it; *tasks*, that graph's tasks
-after culling to the outputs (what the schedulers run), less keys that are data (persisted blocks' futures, in-memory chunks), with the emitted graph's size
-where culling drops some of it (``2 (of 200)``); in a loop, summed over its steps.
+after culling to the outputs (what the schedulers run), less keys that are data (persisted
+blocks' futures, in-memory chunks), with the emitted graph's size where culling drops some of it
+(``2 (of 200)``); in a loop, summed over its steps.
 
 BLAS runs one thread per process (as dask's worker processes do, ``distributed.nanny.
 pre-spawn-environ``): on a small shared machine OpenBLAS threads fighting the scheduler's threads
